@@ -1,0 +1,318 @@
+// ConstEvaluator.cpp -- const declaration, lazy evaluation with cycle
+// detection, and the checked arithmetic of D2.
+#include "frontend/ConstEvaluator.h"
+
+#include "support/CheckedMath.h"
+#include "support/Spelling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace netc {
+
+void ConstEvaluator::declare(const ast::ConstItem &item) {
+  auto [it, inserted] = consts_.try_emplace(item.name.text);
+  if (!inserted) {
+    Diagnostic &d = diags_.report(DiagId::ConstRedefinition, item.name.range, item.name.text);
+    withNote(d, it->second.item->name.range, "previous definition is here");
+    return;
+  }
+  it->second.item = &item;
+  order_.push_back(item.name.text);
+}
+
+bool ConstEvaluator::isDeclared(std::string_view name) const {
+  return consts_.count(std::string(name)) > 0;
+}
+
+SourceRange ConstEvaluator::declaration(std::string_view name) const {
+  auto it = consts_.find(std::string(name));
+  return it == consts_.end() ? SourceRange{} : it->second.item->name.range;
+}
+
+std::vector<std::string_view> ConstEvaluator::names() const {
+  return std::vector<std::string_view>(order_.begin(), order_.end());
+}
+
+std::vector<std::pair<std::string, Value>> ConstEvaluator::evaluateAll() {
+  std::vector<std::pair<std::string, Value>> out;
+  for (const std::string &name : order_)
+    out.emplace_back(name, valueOf(name, declaration(name)));
+  return out;
+}
+
+Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
+  auto it = consts_.find(std::string(name));
+  if (it == consts_.end())
+    return Value::error(useRange);
+  Entry &entry = it->second;
+  if (entry.state == State::Done) {
+    Value v = entry.value;
+    v.range = useRange;
+    return v;
+  }
+  if (entry.state == State::InProgress) {
+    // A cycle: report it once, at the use that closes it, with a note per link.
+    Diagnostic &d = diags_.report(DiagId::ConstCycle, useRange, std::string(name));
+    auto start = std::find(evaluating_.begin(), evaluating_.end(), std::string(name));
+    for (auto link = start; link != evaluating_.end(); ++link) {
+      const Entry &e = consts_[*link];
+      auto next = std::next(link) == evaluating_.end() ? std::string(name) : *std::next(link);
+      withNote(d, e.item->name.range, fmt::format("'{}' is defined here and uses '{}'", *link, next));
+    }
+    // Every const on the cycle becomes an error value without further reports.
+    for (auto link = start; link != evaluating_.end(); ++link) {
+      Entry &e = consts_[*link];
+      e.state = State::Done;
+      e.value = Value::error(e.item->name.range);
+    }
+    return Value::error(useRange);
+  }
+  entry.state = State::InProgress;
+  evaluating_.push_back(std::string(name));
+  Value v = entry.item->value ? evaluate(*entry.item->value) : Value::error(useRange);
+  evaluating_.pop_back();
+  Entry &after = consts_[std::string(name)];
+  if (after.state == State::InProgress) { // not already marked as part of a cycle
+    after.state = State::Done;
+    after.value = v;
+  }
+  Value result = after.value;
+  result.range = useRange;
+  return result;
+}
+
+Value ConstEvaluator::evaluate(const ast::Expr &e) {
+  switch (e.kind) {
+  case ast::ExprKind::Int: return Value::ofInt(e.intValue, e.range);
+  case ast::ExprKind::Real: return Value::ofReal(e.realValue, e.range);
+  case ast::ExprKind::Bool: return Value::ofBool(e.intValue != 0, e.range);
+  case ast::ExprKind::Name: return evalName(e);
+  case ast::ExprKind::Index: return evalIndex(e);
+  case ast::ExprKind::Call: return evalCall(e);
+  case ast::ExprKind::Unary: return evalUnary(e);
+  case ast::ExprKind::Binary: return evalBinary(e);
+  case ast::ExprKind::Paren: {
+    Value v = evaluate(*e.operands[0]);
+    v.range = e.range;
+    return v;
+  }
+  case ast::ExprKind::Tuple: return evalTuple(e);
+  case ast::ExprKind::Error: break;
+  }
+  return Value::error(e.range);
+}
+
+Value ConstEvaluator::evalName(const ast::Expr &e) {
+  if (isDeclared(e.text))
+    return valueOf(e.text, e.range);
+  // `True`/`FALSE`: a wrongly cased boolean keyword (D1); recover with its value.
+  if (auto keyword = closestMatch(e.text, {"true", "false"}, 0)) {
+    Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, e.range, e.text, *keyword);
+    withFixIt(d, e.range, *keyword);
+    return Value::ofBool(*keyword == "true", e.range);
+  }
+  Diagnostic &d = diags_.report(DiagId::UndeclaredName, e.range, e.text);
+  std::vector<std::string_view> candidates = names();
+  candidates.push_back("true");
+  candidates.push_back("false");
+  if (auto match = closestMatch(e.text, candidates)) {
+    d.message += fmt::format("; did you mean '{}'?", *match);
+    withFixIt(d, e.range, *match);
+  }
+  return Value::error(e.range);
+}
+
+Value ConstEvaluator::evalIndex(const ast::Expr &e) {
+  ast::Expr base;
+  base.kind = ast::ExprKind::Name;
+  base.text = e.text;
+  base.range = e.nameRange;
+  Value tuple = evalName(base);
+  Value index = evaluate(*e.operands[0]);
+  if (tuple.isError() || index.isError())
+    return Value::error(e.range);
+  if (tuple.type != ValueType::Tuple) {
+    diags_.report(DiagId::NotIndexable, e.nameRange, e.text, describeType(tuple.type));
+    return Value::error(e.range);
+  }
+  if (index.type != ValueType::Int) {
+    diags_.report(DiagId::TypeMismatch, index.range, "an integer index", describeType(index.type));
+    return Value::error(e.range);
+  }
+  if (index.i < 0 || static_cast<uint64_t>(index.i) >= tuple.items.size()) {
+    diags_.report(DiagId::IndexOutOfRange, index.range, index.i, tuple.items.size());
+    return Value::error(e.range);
+  }
+  Value v = tuple.items[static_cast<size_t>(index.i)];
+  v.range = e.range;
+  return v;
+}
+
+Value ConstEvaluator::evalCall(const ast::Expr &e) {
+  size_t arity = e.text == "abs" ? 1 : (e.text == "min" || e.text == "max") ? 2 : 0;
+  if (arity == 0) {
+    Diagnostic &d = diags_.report(DiagId::UnknownCallee, e.nameRange, e.text);
+    if (auto match = closestMatch(e.text, {"abs", "min", "max"}))
+      withFixIt(d, e.nameRange, *match);
+    return Value::error(e.range);
+  }
+  std::vector<Value> args;
+  bool bad = false;
+  for (const ast::ExprPtr &arg : e.operands) {
+    args.push_back(evaluate(*arg));
+    bad |= args.back().isError();
+  }
+  if (args.size() != arity) {
+    diags_.report(DiagId::WrongArgumentCount, e.range, e.text, arity == 1 ? "1 argument" : "2 arguments",
+                  args.size());
+    return Value::error(e.range);
+  }
+  if (bad)
+    return Value::error(e.range);
+  for (const Value &a : args)
+    if (!a.isNumber()) {
+      diags_.report(DiagId::TypeMismatch, a.range, "a number", describeType(a.type));
+      return Value::error(e.range);
+    }
+  if (arity == 1) {
+    const Value &x = args[0];
+    if (x.type == ValueType::Real)
+      return Value::ofReal(std::fabs(x.r), e.range);
+    if (x.i == INT64_MIN) {
+      diags_.report(DiagId::IntegerOverflow, e.range, "abs of the smallest integer");
+      return Value::error(e.range);
+    }
+    return Value::ofInt(x.i < 0 ? -x.i : x.i, e.range);
+  }
+  const Value &a = args[0], &b = args[1];
+  bool takeFirst = e.text == "min" ? a.asReal() <= b.asReal() : a.asReal() >= b.asReal();
+  if (a.type == ValueType::Int && b.type == ValueType::Int)
+    takeFirst = e.text == "min" ? a.i <= b.i : a.i >= b.i;
+  Value pick = takeFirst ? a : b;
+  if (a.type == ValueType::Real || b.type == ValueType::Real)
+    return Value::ofReal(pick.asReal(), e.range);
+  pick.range = e.range;
+  return pick;
+}
+
+Value ConstEvaluator::evalUnary(const ast::Expr &e) {
+  Value operand = evaluate(*e.operands[0]);
+  if (operand.isError())
+    return Value::error(e.range);
+  return applyUnary(e.op, operand, e.range, diags_);
+}
+
+Value ConstEvaluator::evalBinary(const ast::Expr &e) {
+  Value lhs = evaluate(*e.operands[0]);
+  // Short-circuit: `false && x` and `true || x` do not need x (D2 logic).
+  if ((e.op == ast::Op::And || e.op == ast::Op::Or) && lhs.type == ValueType::Bool &&
+      (lhs.i != 0) == (e.op == ast::Op::Or))
+    return Value::ofBool(lhs.i != 0, e.range);
+  Value rhs = evaluate(*e.operands[1]);
+  if (lhs.isError() || rhs.isError())
+    return Value::error(e.range);
+  return applyBinary(e.op, lhs, rhs, e.range, diags_);
+}
+
+Value ConstEvaluator::evalTuple(const ast::Expr &e) {
+  Value tuple;
+  tuple.type = ValueType::Tuple;
+  tuple.range = e.range;
+  tuple.items.reserve(e.operands.size());
+  bool bad = false;
+  for (const ast::ExprPtr &item : e.operands) {
+    Value v = evaluate(*item);
+    if (v.type == ValueType::Tuple) {
+      diags_.report(DiagId::NestedTuple, v.range);
+      bad = true;
+    }
+    bad |= v.isError();
+    tuple.items.push_back(std::move(v));
+  }
+  return bad ? Value::error(e.range) : tuple;
+}
+
+Value applyUnary(ast::Op op, const Value &operand, SourceRange range, DiagnosticEngine &diags) {
+  auto type = unaryResultType(op, operand.type);
+  if (!type) {
+    diags.report(DiagId::InvalidOperands, range, ast::opSpelling(op), describeType(operand.type));
+    return Value::error(range);
+  }
+  if (op == ast::Op::Not)
+    return Value::ofBool(operand.i == 0, range);
+  if (operand.type == ValueType::Real)
+    return Value::ofReal(-operand.r, range);
+  auto negated = checkedSub(0, operand.i);
+  if (!negated) {
+    diags.report(DiagId::IntegerOverflow, range, fmt::format("-({})", operand.i));
+    return Value::error(range);
+  }
+  return Value::ofInt(*negated, range);
+}
+
+Value applyBinary(ast::Op op, const Value &lhs, const Value &rhs, SourceRange range,
+                  DiagnosticEngine &diags) {
+  auto type = binaryResultType(op, lhs.type, rhs.type);
+  if (!type) {
+    std::string operands =
+        lhs.type == rhs.type
+            ? "two values of type " + describeType(lhs.type).substr(describeType(lhs.type).find(' ') + 1)
+            : describeType(lhs.type) + " and " + describeType(rhs.type);
+    diags.report(DiagId::InvalidOperands, range, ast::opSpelling(op), operands);
+    return Value::error(range);
+  }
+  const bool ints = lhs.type != ValueType::Real && rhs.type != ValueType::Real;
+  auto intResult = [&](std::optional<int64_t> v, const char *sym) {
+    if (!v) {
+      diags.report(DiagId::IntegerOverflow, range, fmt::format("{} {} {}", lhs.i, sym, rhs.i));
+      return Value::error(range);
+    }
+    return Value::ofInt(*v, range);
+  };
+  auto realResult = [&](double v) {
+    if (!std::isfinite(v)) {
+      diags.report(DiagId::RealNotFinite, range, std::isnan(v) ? "NaN" : "an infinity");
+      return Value::error(range);
+    }
+    return Value::ofReal(v, range);
+  };
+  const double a = lhs.asReal(), b = rhs.asReal();
+  switch (op) {
+  case ast::Op::Add: return ints ? intResult(checkedAdd(lhs.i, rhs.i), "+") : realResult(a + b);
+  case ast::Op::Sub: return ints ? intResult(checkedSub(lhs.i, rhs.i), "-") : realResult(a - b);
+  case ast::Op::Mul: return ints ? intResult(checkedMul(lhs.i, rhs.i), "*") : realResult(a * b);
+  case ast::Op::Div:
+  case ast::Op::Mod:
+    if (ints ? rhs.i == 0 : b == 0) {
+      diags.report(DiagId::DivisionByZero, range);
+      return Value::error(range);
+    }
+    if (!ints)
+      return realResult(op == ast::Op::Div ? a / b : std::fmod(a, b));
+    if (lhs.i == INT64_MIN && rhs.i == -1)
+      return op == ast::Op::Mod ? Value::ofInt(0, range) : intResult(std::nullopt, "/");
+    return Value::ofInt(op == ast::Op::Div ? lhs.i / rhs.i : lhs.i % rhs.i, range);
+  case ast::Op::Pow:
+    if (ints) {
+      if (rhs.i < 0) {
+        diags.report(DiagId::NegativeExponent, range, rhs.i, lhs.i);
+        return Value::error(range);
+      }
+      return intResult(checkedPow(lhs.i, rhs.i), "^");
+    }
+    return realResult(std::pow(a, b));
+  case ast::Op::Lt: return Value::ofBool(ints ? lhs.i < rhs.i : a < b, range);
+  case ast::Op::Le: return Value::ofBool(ints ? lhs.i <= rhs.i : a <= b, range);
+  case ast::Op::Gt: return Value::ofBool(ints ? lhs.i > rhs.i : a > b, range);
+  case ast::Op::Ge: return Value::ofBool(ints ? lhs.i >= rhs.i : a >= b, range);
+  case ast::Op::Eq: return Value::ofBool(ints ? lhs.i == rhs.i : a == b, range);
+  case ast::Op::Ne: return Value::ofBool(ints ? lhs.i != rhs.i : a != b, range);
+  case ast::Op::And: return Value::ofBool(lhs.i && rhs.i, range);
+  case ast::Op::Or: return Value::ofBool(lhs.i || rhs.i, range);
+  default: return Value::error(range);
+  }
+}
+
+} // namespace netc

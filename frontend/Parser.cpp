@@ -1,0 +1,798 @@
+// Parser.cpp -- runs the ANTLR-generated lexer and parser over a source file
+// and builds the AST from the parse tree. Syntax errors become diagnostics
+// with netc's own wording ("expected X, found Y") and did-you-mean fix-its
+// for misspelled keywords. Parsing uses SLL prediction first and falls back
+// to full LL only when SLL fails, which keeps large files fast.
+#include "frontend/Parser.h"
+
+#include "NetSharpLexer.h"
+#include "NetSharpParser.h"
+#include "antlr4-runtime.h"
+#include "support/Spelling.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+
+namespace netc {
+
+using antlr4::Token;
+using P = NetSharpParser;
+
+namespace {
+
+/// Replaces bytes that are not valid UTF-8 with 0x1A (one byte for one, so
+/// byte offsets are unchanged) and records where they were.
+std::string sanitizeUtf8(const std::string &text, std::vector<uint32_t> &invalidOffsets) {
+  std::string out = text;
+  size_t i = 0;
+  auto bad = [&](size_t at) {
+    invalidOffsets.push_back(static_cast<uint32_t>(at));
+    out[at] = '\x1a';
+  };
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    if (c >= 0xF5)
+      length = 0;
+    bool ok = length > 0 && i + length <= text.size();
+    for (size_t k = 1; ok && k < length; ++k)
+      ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (ok && length == 3) {
+      auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0); // overlong, surrogate
+    }
+    if (ok && length == 4) {
+      auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90); // overlong, > U+10FFFF
+    }
+    if (!ok) {
+      bad(i);
+      ++i;
+      continue;
+    }
+    i += length;
+  }
+  return out;
+}
+
+/// Maps ANTLR's code-point indices back to byte offsets.
+class OffsetMap {
+public:
+  explicit OffsetMap(const std::string &text) {
+    bool ascii = true;
+    for (char c : text)
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        ascii = false;
+        break;
+      }
+    size_ = static_cast<uint32_t>(text.size());
+    if (ascii)
+      return;
+    for (uint32_t i = 0; i < text.size(); ++i)
+      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80)
+        byteOfCodePoint_.push_back(i);
+    byteOfCodePoint_.push_back(size_);
+  }
+  uint32_t byteOffset(size_t codePoint) const {
+    if (byteOfCodePoint_.empty())
+      return static_cast<uint32_t>(std::min<size_t>(codePoint, size_));
+    if (codePoint >= byteOfCodePoint_.size())
+      return size_;
+    return byteOfCodePoint_[codePoint];
+  }
+
+private:
+  std::vector<uint32_t> byteOfCodePoint_;
+  uint32_t size_ = 0;
+};
+
+bool validIndex(size_t index) {
+  return index != INVALID_INDEX && index < (size_t{1} << 31);
+}
+
+const char *const kFunctionNames[] = {"sigmoid", "linear",   "softmax", "rlinear", "square",
+                                      "sqrt",    "srlinear", "abs",     "tanh",    "brlinear"};
+
+TokenInfo::Category categoryOf(size_t type) {
+  switch (type) {
+  case P::SIGMOID:
+  case P::LINEAR:
+  case P::SOFTMAX:
+  case P::RLINEAR:
+  case P::SQUARE:
+  case P::SQRT:
+  case P::SRLINEAR:
+  case P::ABS:
+  case P::TANH:
+  case P::BRLINEAR: return TokenInfo::Category::Function;
+  case P::IDENT: return TokenInfo::Category::Identifier;
+  case P::INT: return TokenInfo::Category::Integer;
+  case P::REAL: return TokenInfo::Category::Real;
+  case P::LINE_COMMENT:
+  case P::BLOCK_COMMENT:
+  case P::UNTERMINATED_COMMENT: return TokenInfo::Category::Comment;
+  case P::ERROR_CHAR: return TokenInfo::Category::Error;
+  default:
+    return type >= P::CONST && type <= P::FALSE ? TokenInfo::Category::Keyword
+                                                : TokenInfo::Category::Punctuation;
+  }
+}
+
+/// Human wording for a token type in "expected ..." messages.
+std::string describeTokenType(const antlr4::dfa::Vocabulary &vocabulary, size_t type) {
+  if (type == Token::EOF)
+    return "end of file";
+  switch (type) {
+  case P::IDENT: return "a name";
+  case P::INT: return "an integer";
+  case P::REAL: return "a number";
+  default: break;
+  }
+  std::string literal = vocabulary.getLiteralName(type);
+  if (literal.empty())
+    return vocabulary.getSymbolicName(type);
+  return literal; // already quoted, e.g. 'from'
+}
+
+std::string describeExpected(const antlr4::dfa::Vocabulary &vocabulary,
+                             const antlr4::misc::IntervalSet &expected) {
+  std::vector<std::string> parts;
+  std::set<size_t> types;
+  for (size_t t : expected.toList())
+    types.insert(t);
+  auto takeGroup = [&](std::initializer_list<size_t> group, size_t needed, const char *name) {
+    size_t present = 0;
+    for (size_t t : group)
+      present += types.count(t);
+    if (present >= needed) {
+      for (size_t t : group)
+        types.erase(t);
+      parts.emplace_back(name);
+    }
+  };
+  takeGroup({P::INT, P::REAL, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK, P::MINUS, P::NOT}, 5, "an expression");
+  takeGroup({P::SIGMOID, P::LINEAR, P::SOFTMAX, P::RLINEAR, P::SQUARE, P::SQRT, P::SRLINEAR, P::ABS, P::TANH,
+             P::BRLINEAR},
+            5, "an output function");
+  takeGroup(
+      {P::POW, P::MUL, P::DIV, P::MOD, P::PLUS, P::LT, P::LE, P::GT, P::GE, P::EQ, P::NE, P::AND, P::OR}, 8,
+      "an operator");
+  if (!parts.empty() && parts[0] == "an expression")
+    types.erase(P::IDENT), types.erase(P::ABS), types.erase(P::MAX);
+  for (size_t t : types)
+    parts.push_back(describeTokenType(vocabulary, t));
+  if (parts.empty())
+    return "something else";
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0)
+      out += i + 1 == parts.size() ? " or " : ", ";
+    out += parts[i];
+  }
+  return out;
+}
+
+/// Turns ANTLR's syntax errors into netc diagnostics.
+class SyntaxErrorListener : public antlr4::BaseErrorListener {
+public:
+  SyntaxErrorListener(DiagnosticEngine &diags, const OffsetMap &offsets, uint32_t fileSize)
+      : diags_(diags), offsets_(offsets), fileSize_(fileSize) {}
+
+  void syntaxError(antlr4::Recognizer *recognizer, Token *offending, size_t, size_t, const std::string &,
+                   std::exception_ptr) override {
+    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
+    if (!parser)
+      return;
+    SourceRange range = rangeOf(offending);
+    // One error per position: ANTLR may report the same spot twice while recovering.
+    if (!reported_.insert(range.begin).second)
+      return;
+    antlr4::misc::IntervalSet expected;
+    try {
+      expected = parser->getExpectedTokens();
+    } catch (...) {
+    }
+    const auto &vocabulary = parser->getVocabulary();
+    std::string found = offending && offending->getType() != Token::EOF ? "'" + offending->getText() + "'"
+                                                                        : std::string("end of file");
+    // A misspelled keyword where a keyword was expected: suggest it.
+    if (offending && offending->getType() == P::IDENT) {
+      std::vector<std::string> literals;
+      for (size_t t : expected.toList()) {
+        std::string literal = vocabulary.getLiteralName(t);
+        if (literal.size() > 2 && std::isalpha(static_cast<unsigned char>(literal[1])))
+          literals.push_back(literal.substr(1, literal.size() - 2));
+      }
+      std::vector<std::string_view> candidates(literals.begin(), literals.end());
+      if (auto match = closestMatch(offending->getText(), candidates)) {
+        Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, range, offending->getText(), *match);
+        withFixIt(d, range, *match);
+        return;
+      }
+    }
+    diags_.report(DiagId::SyntaxError, range,
+                  "expected " + describeExpected(vocabulary, expected) + ", found " + found);
+  }
+
+  SourceRange rangeOf(Token *token) const {
+    if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
+      return {fileSize_, fileSize_};
+    uint32_t begin = offsets_.byteOffset(token->getStartIndex());
+    uint32_t end = offsets_.byteOffset(token->getStopIndex() + 1);
+    return {begin, std::max(begin, end)};
+  }
+
+private:
+  DiagnosticEngine &diags_;
+  const OffsetMap &offsets_;
+  uint32_t fileSize_;
+  std::set<uint32_t> reported_;
+};
+
+/// Builds the AST from the parse tree. Every accessor may return null after
+/// error recovery, so every step checks.
+class AstBuilder {
+public:
+  AstBuilder(DiagnosticEngine &diags, const OffsetMap &offsets, uint32_t fileSize)
+      : diags_(diags), offsets_(offsets), fileSize_(fileSize) {}
+
+  ast::Program build(P::ProgramContext *program) {
+    ast::Program out;
+    if (!program)
+      return out;
+    for (P::StatementContext *statement : program->statement()) {
+      if (!statement)
+        continue;
+      if (auto *c = statement->constDecl())
+        out.statements.emplace_back(buildConst(c));
+      else if (auto *s = statement->shareDecl())
+        out.statements.emplace_back(buildShare(s));
+      else if (auto *l = statement->layerDecl())
+        out.statements.emplace_back(buildLayerGroup(l));
+      else if (statement->SEMI())
+        out.statements.emplace_back(ast::StraySemicolon{rangeOf(statement)});
+    }
+    return out;
+  }
+
+private:
+  SourceRange rangeOf(Token *token) const {
+    if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
+      return {fileSize_, fileSize_};
+    uint32_t begin = offsets_.byteOffset(token->getStartIndex());
+    uint32_t end = offsets_.byteOffset(token->getStopIndex() + 1);
+    return {begin, std::max(begin, end)};
+  }
+  SourceRange rangeOf(antlr4::ParserRuleContext *ctx) const {
+    if (!ctx)
+      return {fileSize_, fileSize_};
+    SourceRange start = rangeOf(ctx->getStart());
+    Token *stop = ctx->getStop();
+    if (!stop || !validIndex(stop->getStartIndex()) || stop->getType() == Token::EOF ||
+        stop->getTokenIndex() < ctx->getStart()->getTokenIndex())
+      return start;
+    return SourceRange::cover(start, rangeOf(stop));
+  }
+  SourceRange rangeOf(antlr4::tree::TerminalNode *node) const {
+    return node ? rangeOf(node->getSymbol()) : SourceRange{fileSize_, fileSize_};
+  }
+  static bool real(Token *token) {
+    return token && token->getType() != Token::EOF && validIndex(token->getStartIndex()) &&
+           validIndex(token->getTokenIndex());
+  }
+  ast::Identifier ident(Token *token) const {
+    if (!real(token))
+      return {};
+    return {token->getText(), rangeOf(token)};
+  }
+
+  /// Reports an identifier written where a statement keyword belongs.
+  void reportKeyword(Token *kw, const std::vector<std::string_view> &candidates, const char *expected) {
+    if (!real(kw))
+      return;
+    std::string text = kw->getText();
+    if (auto match = closestMatch(text, candidates)) {
+      Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, rangeOf(kw), text, *match);
+      withFixIt(d, rangeOf(kw), *match);
+    } else {
+      diags_.report(DiagId::UnknownStatement, rangeOf(kw), text, expected);
+    }
+  }
+
+  ast::ConstDecl buildConst(P::ConstDeclContext *ctx) {
+    ast::ConstDecl decl;
+    decl.range = rangeOf(ctx);
+    decl.keyword = ident(ctx->kw);
+    if (ctx->kw && ctx->kw->getType() == P::IDENT)
+      reportKeyword(ctx->kw, {"const"}, "'const'");
+    decl.keyword.text = "const";
+    decl.block = ctx->LBRACE() != nullptr;
+    for (P::ConstItemContext *item : ctx->constItem()) {
+      if (!item || !real(item->name))
+        continue;
+      ast::ConstItem ci;
+      ci.name = ident(item->name);
+      ci.value = buildExpr(item->expr());
+      ci.range = rangeOf(item);
+      decl.items.push_back(std::move(ci));
+    }
+    return decl;
+  }
+
+  static ast::LayerKind layerKindOfToken(size_t type) {
+    return type == P::INPUT    ? ast::LayerKind::Input
+           : type == P::OUTPUT ? ast::LayerKind::Output
+                               : ast::LayerKind::Hidden;
+  }
+
+  ast::LayerGroup buildLayerGroup(P::LayerDeclContext *ctx) {
+    ast::LayerGroup group;
+    group.range = rangeOf(ctx);
+    group.keyword = ident(ctx->kw);
+    group.grouped = ctx->LBRACE() != nullptr;
+    if (ctx->kw && ctx->kw->getType() == P::IDENT) {
+      std::string text = ctx->kw->getText();
+      auto match = closestMatch(text, {"input", "hidden", "output"});
+      reportKeyword(ctx->kw, {"input", "hidden", "output"}, "'input', 'hidden' or 'output'");
+      group.kind = !match               ? ast::LayerKind::Hidden
+                   : *match == "input"  ? ast::LayerKind::Input
+                   : *match == "output" ? ast::LayerKind::Output
+                                        : ast::LayerKind::Hidden;
+    } else if (ctx->kw) {
+      group.kind = layerKindOfToken(ctx->kw->getType());
+    }
+    group.keyword.text = ast::layerKindName(group.kind);
+    for (P::LayerBodyContext *body : ctx->layerBody())
+      if (body && real(body->name))
+        group.layers.push_back(buildLayer(body, group.kind));
+    return group;
+  }
+
+  ast::LayerDecl buildLayer(P::LayerBodyContext *ctx, ast::LayerKind kind) {
+    ast::LayerDecl layer;
+    layer.kind = kind;
+    layer.range = rangeOf(ctx);
+    layer.name = ident(ctx->name);
+    if (P::ShapeContext *shape = ctx->shape()) {
+      layer.shape.range = rangeOf(shape);
+      layer.shape.isAuto = shape->AUTO() != nullptr;
+      for (P::ExprContext *e : shape->expr())
+        layer.shape.dims.push_back(buildExpr(e));
+    } else {
+      layer.shape.range = layer.name.range;
+    }
+    if (P::ActivationContext *fn = ctx->activation())
+      if (real(fn->fn))
+        layer.function = ident(fn->fn);
+    if (P::LayerTailContext *tail = ctx->layerTail()) {
+      if (P::BundleContext *b = tail->bundle()) {
+        layer.tail = ast::LayerDecl::Tail::Short;
+        if (auto bundle = buildBundle(b)) {
+          layer.bundles.push_back(std::move(*bundle));
+          layer.itemIsAttribute.push_back(false);
+        }
+      } else if (tail->LBRACE()) {
+        layer.tail = ast::LayerDecl::Tail::Block;
+        for (P::LayerItemContext *item : tail->layerItem()) {
+          if (!item)
+            continue;
+          if (P::LayerAttrContext *attr = item->layerAttr()) {
+            if (!real(attr->name))
+              continue;
+            layer.layerAttributes.push_back({ident(attr->name), buildExpr(attr->expr()), rangeOf(attr)});
+            layer.itemIsAttribute.push_back(true);
+          } else if (P::BundleContext *b = item->bundle()) {
+            if (auto bundle = buildBundle(b)) {
+              layer.bundles.push_back(std::move(*bundle));
+              layer.itemIsAttribute.push_back(false);
+            }
+          }
+        }
+      }
+    }
+    return layer;
+  }
+
+  std::optional<ast::BundleDecl> buildBundle(P::BundleContext *ctx) {
+    if (!real(ctx->source))
+      return std::nullopt;
+    ast::BundleDecl bundle;
+    bundle.range = rangeOf(ctx);
+    bundle.source = ident(ctx->source);
+    P::BundleKindContext *kind = ctx->bundleKind();
+    if (!kind)
+      return std::nullopt;
+    bundle.kindRange = rangeOf(kind->getStart());
+    P::AttrBlockContext *block = nullptr;
+    if (auto *k = dynamic_cast<P::AllBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::All;
+      block = k->attrBlock();
+    } else if (auto *k = dynamic_cast<P::WhereBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::Where;
+      block = k->attrBlock();
+      if (P::LambdaContext *lambda = k->lambda()) {
+        ast::Lambda l;
+        l.src = ident(lambda->src);
+        l.dst = ident(lambda->dst);
+        l.body = buildExpr(lambda->expr());
+        l.range = rangeOf(lambda);
+        bundle.lambda = std::move(l);
+      }
+    } else if (auto *k = dynamic_cast<P::ConvolveBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::Convolve;
+      block = k->attrBlock();
+    } else if (auto *k = dynamic_cast<P::MaxPoolBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::MaxPool;
+      block = k->attrBlock();
+      bundle.kindRange = SourceRange::cover(bundle.kindRange, rangeOf(k->POOL()));
+    } else if (auto *k = dynamic_cast<P::MeanPoolBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::MeanPool;
+      block = k->attrBlock();
+      bundle.kindRange = SourceRange::cover(bundle.kindRange, rangeOf(k->POOL()));
+    } else if (auto *k = dynamic_cast<P::ResponseNormBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::ResponseNorm;
+      block = k->attrBlock();
+      bundle.kindRange = SourceRange::cover(bundle.kindRange, rangeOf(k->NORM()));
+    } else if (auto *k = dynamic_cast<P::UnknownBundleContext *>(kind)) {
+      bundle.kind = ast::BundleSyntax::Unknown;
+      block = k->attrBlock();
+      if (real(k->kind)) {
+        std::string text = k->kind->getText();
+        static const std::vector<std::string_view> kinds = {"all",      "where",     "convolve",
+                                                            "max pool", "mean pool", "response norm"};
+        Diagnostic &d = diags_.report(DiagId::UnknownBundleKind, rangeOf(k->kind), text);
+        if (auto match = closestMatch(text, kinds))
+          withFixIt(d, rangeOf(k->kind), *match);
+      }
+    }
+    if (block) {
+      bundle.hasBlock = true;
+      for (P::AttrContext *attr : block->attr())
+        if (attr && real(attr->name))
+          bundle.attributes.push_back({ident(attr->name), buildExpr(attr->expr()), rangeOf(attr)});
+    }
+    return bundle;
+  }
+
+  ast::ShareDecl buildShare(P::ShareDeclContext *ctx) {
+    ast::ShareDecl decl;
+    decl.range = rangeOf(ctx);
+    decl.keyword = ident(ctx->kw);
+    if (ctx->kw && ctx->kw->getType() == P::IDENT)
+      reportKeyword(ctx->kw, {"share"}, "'share'");
+    decl.keyword.text = "share";
+    for (P::ShareItemContext *item : ctx->shareItem()) {
+      ast::ShareItem si;
+      si.range = rangeOf(item);
+      if (auto *l = dynamic_cast<P::LayerShareContext *>(item)) {
+        si.form = ast::ShareItem::Form::Layer;
+        si.first = ident(l->layer);
+      } else if (auto *b = dynamic_cast<P::BundleShareContext *>(item)) {
+        si.form = ast::ShareItem::Form::Bundle;
+        si.first = ident(b->src);
+        si.second = ident(b->dst);
+      } else if (auto *b = dynamic_cast<P::BiasShareContext *>(item)) {
+        si.form = ast::ShareItem::Form::Bias;
+        si.first = ident(b->one);
+        si.second = ident(b->dst);
+      } else {
+        continue;
+      }
+      if (!si.first.present() || (si.form != ast::ShareItem::Form::Layer && !si.second.present()))
+        continue;
+      decl.items.push_back(std::move(si));
+    }
+    return decl;
+  }
+
+  ast::ExprPtr errorExpr(antlr4::ParserRuleContext *ctx) {
+    auto e = std::make_unique<ast::Expr>();
+    e->kind = ast::ExprKind::Error;
+    e->range = rangeOf(ctx);
+    return e;
+  }
+
+  static ast::Op binaryOp(size_t type) {
+    switch (type) {
+    case P::OR: return ast::Op::Or;
+    case P::AND: return ast::Op::And;
+    case P::EQ: return ast::Op::Eq;
+    case P::NE: return ast::Op::Ne;
+    case P::LT: return ast::Op::Lt;
+    case P::LE: return ast::Op::Le;
+    case P::GT: return ast::Op::Gt;
+    case P::GE: return ast::Op::Ge;
+    case P::PLUS: return ast::Op::Add;
+    case P::MINUS: return ast::Op::Sub;
+    case P::MUL: return ast::Op::Mul;
+    case P::DIV: return ast::Op::Div;
+    case P::MOD: return ast::Op::Mod;
+    default: return ast::Op::Pow;
+    }
+  }
+
+  ast::ExprPtr buildExpr(P::ExprContext *ctx) {
+    if (!ctx)
+      return errorExpr(nullptr);
+    if (auto *b = dynamic_cast<P::BinaryExprContext *>(ctx)) {
+      if (!b->op || !b->lhs || !b->rhs)
+        return errorExpr(ctx);
+      auto e = std::make_unique<ast::Expr>();
+      e->kind = ast::ExprKind::Binary;
+      e->range = rangeOf(ctx);
+      e->op = binaryOp(b->op->getType());
+      e->nameRange = rangeOf(b->op);
+      e->operands.push_back(buildExpr(b->lhs));
+      e->operands.push_back(buildExpr(b->rhs));
+      return e;
+    }
+    if (auto *u = dynamic_cast<P::UnaryExprContext *>(ctx)) {
+      if (!u->op || !u->operand)
+        return errorExpr(ctx);
+      auto e = std::make_unique<ast::Expr>();
+      e->kind = ast::ExprKind::Unary;
+      e->range = rangeOf(ctx);
+      e->op = u->op->getType() == P::NOT ? ast::Op::Not : ast::Op::Neg;
+      e->nameRange = rangeOf(u->op);
+      e->operands.push_back(buildExpr(u->operand));
+      return e;
+    }
+    if (auto *p = dynamic_cast<P::PrimaryExprContext *>(ctx))
+      return buildPrimary(p->primary());
+    return errorExpr(ctx);
+  }
+
+  ast::ExprPtr buildPrimary(P::PrimaryContext *ctx) {
+    if (!ctx)
+      return errorExpr(nullptr);
+    auto e = std::make_unique<ast::Expr>();
+    e->range = rangeOf(ctx);
+    if (auto *i = dynamic_cast<P::IntLiteralContext *>(ctx)) {
+      e->kind = ast::ExprKind::Int;
+      e->text = i->getText();
+      errno = 0;
+      char *end = nullptr;
+      long long v = std::strtoll(e->text.c_str(), &end, 10);
+      if (errno == ERANGE) {
+        diags_.report(DiagId::NumberOutOfRange, e->range, e->text);
+        e->kind = ast::ExprKind::Error;
+      }
+      e->intValue = v;
+    } else if (auto *r = dynamic_cast<P::RealLiteralContext *>(ctx)) {
+      e->kind = ast::ExprKind::Real;
+      e->text = r->getText();
+      errno = 0;
+      double v = std::strtod(e->text.c_str(), nullptr);
+      if (errno == ERANGE && (v > 1 || v < -1)) {
+        diags_.report(DiagId::NumberOutOfRange, e->range, e->text);
+        e->kind = ast::ExprKind::Error;
+      }
+      e->realValue = v;
+    } else if (auto *b = dynamic_cast<P::BoolLiteralContext *>(ctx)) {
+      e->kind = ast::ExprKind::Bool;
+      e->intValue = b->value && b->value->getType() == P::TRUE ? 1 : 0;
+      e->text = e->intValue ? "true" : "false";
+    } else if (auto *c = dynamic_cast<P::CallExprContext *>(ctx)) {
+      if (!real(c->callee))
+        return errorExpr(ctx);
+      e->kind = ast::ExprKind::Call;
+      e->text = c->callee->getText();
+      e->nameRange = rangeOf(c->callee);
+      for (P::ExprContext *arg : c->expr())
+        e->operands.push_back(buildExpr(arg));
+    } else if (auto *x = dynamic_cast<P::IndexExprContext *>(ctx)) {
+      if (!real(x->name))
+        return errorExpr(ctx);
+      e->kind = ast::ExprKind::Index;
+      e->text = x->name->getText();
+      e->nameRange = rangeOf(x->name);
+      e->operands.push_back(buildExpr(x->index));
+    } else if (auto *n = dynamic_cast<P::NameExprContext *>(ctx)) {
+      if (!real(n->name))
+        return errorExpr(ctx);
+      e->kind = ast::ExprKind::Name;
+      e->text = n->name->getText();
+      e->nameRange = rangeOf(n->name);
+    } else if (auto *p = dynamic_cast<P::ParenExprContext *>(ctx)) {
+      e->kind = ast::ExprKind::Paren;
+      e->operands.push_back(buildExpr(p->expr()));
+    } else if (auto *t = dynamic_cast<P::TupleExprContext *>(ctx)) {
+      e->kind = ast::ExprKind::Tuple;
+      for (P::ExprContext *item : t->expr())
+        e->operands.push_back(buildExpr(item));
+    } else {
+      e->kind = ast::ExprKind::Error;
+    }
+    return e;
+  }
+
+  DiagnosticEngine &diags_;
+  const OffsetMap &offsets_;
+  uint32_t fileSize_;
+};
+
+/// Lexes the file, reporting stray characters, invalid UTF-8 and unterminated
+/// comments, and returns the token infos plus the ANTLR token stream pieces.
+struct LexState {
+  std::string sanitized;
+  std::vector<uint32_t> invalidUtf8;
+  std::unique_ptr<antlr4::ANTLRInputStream> input;
+  std::unique_ptr<NetSharpLexer> lexer;
+  std::unique_ptr<antlr4::CommonTokenStream> tokens;
+  std::unique_ptr<OffsetMap> offsets;
+};
+
+void lexInto(const SourceFile &file, LexState &state, DiagnosticEngine &diags, std::vector<TokenInfo> &out) {
+  state.sanitized = sanitizeUtf8(file.text(), state.invalidUtf8);
+  state.offsets = std::make_unique<OffsetMap>(state.sanitized);
+  state.input = std::make_unique<antlr4::ANTLRInputStream>(state.sanitized);
+  state.lexer = std::make_unique<NetSharpLexer>(state.input.get());
+  state.lexer->removeErrorListeners();
+  state.tokens = std::make_unique<antlr4::CommonTokenStream>(state.lexer.get());
+  state.tokens->fill();
+  const auto &vocabulary = state.lexer->getVocabulary();
+  std::set<uint32_t> invalid(state.invalidUtf8.begin(), state.invalidUtf8.end());
+  for (Token *token : state.tokens->getTokens()) {
+    size_t type = token->getType();
+    if (type == Token::EOF || type == P::WS)
+      continue;
+    SourceRange range{state.offsets->byteOffset(token->getStartIndex()),
+                      state.offsets->byteOffset(token->getStopIndex() + 1)};
+    if (type == P::ERROR_CHAR) {
+      if (invalid.count(range.begin)) {
+        auto byte = static_cast<unsigned char>(file.text()[range.begin]);
+        diags.report(DiagId::UnexpectedCharacter, range, fmt::format("\\x{:02X}", byte)).message +=
+            " (not valid UTF-8)";
+      } else {
+        std::string shown = std::string(file.slice(range));
+        if (shown.size() == 1 && !std::isprint(static_cast<unsigned char>(shown[0])))
+          shown = fmt::format("\\x{:02X}", static_cast<unsigned char>(shown[0]));
+        diags.report(DiagId::UnexpectedCharacter, range, shown);
+      }
+    } else if (type == P::UNTERMINATED_COMMENT) {
+      diags.report(DiagId::UnterminatedComment, {range.begin, range.begin + 2});
+    }
+    TokenInfo info;
+    info.kind = vocabulary.getSymbolicName(type);
+    if (info.kind == "HIDDEN_LAYER")
+      info.kind = "HIDDEN";
+    info.category = categoryOf(type);
+    info.range = range;
+    info.text = std::string(file.slice(range));
+    out.push_back(std::move(info));
+  }
+}
+
+/// The parser and the AST walkers recurse once per nesting level; a bound on
+/// the nesting keeps hostile input from exhausting the stack. The estimate
+/// counts, per bracket level, the operators since the last separator.
+constexpr size_t kMaxNesting = 1000;
+
+std::optional<SourceRange> findExcessiveNesting(const antlr4::CommonTokenStream &tokens,
+                                                const OffsetMap &offsets) {
+  std::vector<size_t> opsPerLevel(1, 0);
+  size_t total = 1;
+  for (Token *token : const_cast<antlr4::CommonTokenStream &>(tokens).getTokens()) {
+    if (token->getChannel() != Token::DEFAULT_CHANNEL)
+      continue;
+    switch (token->getType()) {
+    case P::LPAREN:
+    case P::LBRACK:
+      opsPerLevel.push_back(0);
+      ++total;
+      break;
+    case P::RPAREN:
+    case P::RBRACK:
+      if (opsPerLevel.size() > 1) {
+        total -= opsPerLevel.back() + 1;
+        opsPerLevel.pop_back();
+      }
+      break;
+    case P::COMMA:
+    case P::SEMI:
+    case P::LBRACE:
+    case P::RBRACE:
+    case P::ASSIGN:
+    case P::ARROW:
+      total -= opsPerLevel.back();
+      opsPerLevel.back() = 0;
+      break;
+    case P::OR:
+    case P::AND:
+    case P::EQ:
+    case P::NE:
+    case P::LT:
+    case P::LE:
+    case P::GT:
+    case P::GE:
+    case P::PLUS:
+    case P::MINUS:
+    case P::MUL:
+    case P::DIV:
+    case P::MOD:
+    case P::POW:
+    case P::NOT:
+      ++opsPerLevel.back();
+      ++total;
+      break;
+    default: break;
+    }
+    if (total > kMaxNesting)
+      return SourceRange{offsets.byteOffset(token->getStartIndex()),
+                         offsets.byteOffset(token->getStopIndex() + 1)};
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+const std::vector<std::string_view> &statementKeywords() {
+  static const std::vector<std::string_view> words = {"const", "input", "hidden", "output", "share"};
+  return words;
+}
+
+std::vector<TokenInfo> lexTokens(const SourceFile &file, DiagnosticEngine &diags) {
+  LexState state;
+  std::vector<TokenInfo> out;
+  lexInto(file, state, diags, out);
+  return out;
+}
+
+ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
+  ParseResult result;
+  LexState state;
+  lexInto(file, state, diags, result.tokens);
+  for (const TokenInfo &token : result.tokens)
+    if (token.category == TokenInfo::Category::Comment)
+      result.program.comments.push_back({token.range, token.kind != "LINE_COMMENT"});
+
+  if (auto deep = findExcessiveNesting(*state.tokens, *state.offsets)) {
+    diags.report(DiagId::NestingTooDeep, *deep, kMaxNesting);
+    return result;
+  }
+
+  NetSharpParser parser(state.tokens.get());
+  parser.removeErrorListeners();
+  // Stage 1: fast SLL prediction, bailing out at the first error.
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  P::ProgramContext *tree = nullptr;
+  try {
+    tree = parser.program();
+  } catch (const antlr4::ParseCancellationException &) {
+    tree = nullptr;
+  }
+  SyntaxErrorListener listener(diags, *state.offsets, file.size());
+  if (!tree) {
+    // Stage 2: full LL with error recovery and reporting.
+    state.tokens->seek(0);
+    parser.reset();
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.addErrorListener(&listener);
+    try {
+      tree = parser.program();
+    } catch (const std::exception &e) {
+      diags.report(DiagId::SyntaxError, {file.size(), file.size()},
+                   std::string("the parser gave up: ") + e.what());
+      tree = nullptr;
+    }
+  }
+  AstBuilder builder(diags, *state.offsets, file.size());
+  result.program = [&] {
+    ast::Program program = builder.build(tree);
+    program.comments = std::move(result.program.comments);
+    return program;
+  }();
+  parser.removeErrorListeners();
+  return result;
+}
+
+} // namespace netc

@@ -1,0 +1,118 @@
+// Network.cpp -- name tables and kind properties derived from the .def lists.
+#include "ir/Network.h"
+
+namespace netc::ir {
+
+namespace {
+#define ATTR_BIT(Name) attrBit(Attr::Name)
+struct BundleKindInfo {
+  std::string_view name;
+  bool trainable;
+  bool geometric;
+  AttrMask allowed;
+  AttrMask required;
+};
+const BundleKindInfo kBundleKinds[] = {
+#define BUNDLE_KIND(Id, Spelling, Trainable, Geometric, Allowed, Required)                                   \
+  {Spelling, Trainable, Geometric, Allowed, Required},
+#include "ir/BundleKinds.def"
+#undef BUNDLE_KIND
+};
+#undef ATTR_BIT
+
+struct AttrInfo {
+  std::string_view name;
+  AttrValueKind kind;
+};
+const AttrInfo kAttrs[] = {
+#define ATTRIBUTE(Name, Kind) {#Name, AttrValueKind::Kind},
+#include "ir/Attributes.def"
+#undef ATTRIBUTE
+};
+
+const std::string_view kActivations[] = {
+#define ACTIVATION(Id, Spelling) Spelling,
+#include "ir/Activations.def"
+#undef ACTIVATION
+};
+} // namespace
+
+std::string_view layerKindName(LayerKind kind) {
+  switch (kind) {
+  case LayerKind::Input: return "input";
+  case LayerKind::Hidden: return "hidden";
+  case LayerKind::Output: return "output";
+  }
+  return "hidden";
+}
+
+std::string_view taskName(Task task) {
+  switch (task) {
+  case Task::Unspecified: return "unspecified";
+  case Task::Multiclass: return "multiclass";
+  case Task::Binary: return "binary";
+  case Task::Regression: return "regression";
+  }
+  return "unspecified";
+}
+
+std::string_view bundleKindName(BundleKind kind) {
+  return kBundleKinds[static_cast<int>(kind)].name;
+}
+bool bundleIsTrainable(BundleKind kind) {
+  return kBundleKinds[static_cast<int>(kind)].trainable;
+}
+bool bundleIsGeometric(BundleKind kind) {
+  return kBundleKinds[static_cast<int>(kind)].geometric;
+}
+AttrMask bundleAllowedAttrs(BundleKind kind) {
+  return kBundleKinds[static_cast<int>(kind)].allowed;
+}
+AttrMask bundleRequiredAttrs(BundleKind kind) {
+  return kBundleKinds[static_cast<int>(kind)].required;
+}
+std::string_view activationName(Activation fn) {
+  return kActivations[static_cast<int>(fn)];
+}
+std::string_view attrName(Attr attr) {
+  return kAttrs[static_cast<int>(attr)].name;
+}
+AttrValueKind attrValueKind(Attr attr) {
+  return kAttrs[static_cast<int>(attr)].kind;
+}
+
+const std::vector<Attr> &allAttrs() {
+  static const std::vector<Attr> attrs = {
+#define ATTRIBUTE(Name, Kind) Attr::Name,
+#include "ir/Attributes.def"
+#undef ATTRIBUTE
+  };
+  return attrs;
+}
+
+const std::vector<Activation> &allActivations() {
+  static const std::vector<Activation> fns = {
+#define ACTIVATION(Id, Spelling) Activation::Id,
+#include "ir/Activations.def"
+#undef ACTIVATION
+  };
+  return fns;
+}
+
+const std::vector<BundleKind> &allBundleKinds() {
+  static const std::vector<BundleKind> kinds = {
+#define BUNDLE_KIND(Id, Spelling, Trainable, Geometric, Allowed, Required) BundleKind::Id,
+#include "ir/BundleKinds.def"
+#undef BUNDLE_KIND
+  };
+  return kinds;
+}
+
+int Network::findLayer(std::string_view layerName) const {
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].name == layerName)
+      return static_cast<int>(i);
+  return -1;
+}
+
+} // namespace netc::ir

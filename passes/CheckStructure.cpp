@@ -1,0 +1,182 @@
+// CheckStructure.cpp -- the whole-network rules of NETSHARP §1.1 and D13:
+// one output, at least one input, bundles only into trainable layers, no
+// self-bundles, the output never a source, no cycles (the error shows the
+// cycle, with a note at each link), and warnings for hidden layers that do
+// not reach the output and for two bundles from one source. It also fills in
+// the network's input/output indices and each layer's depth from the output.
+#include "passes/Pipeline.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+namespace netc {
+
+namespace {
+
+void findEndpoints(ir::Network &net, DiagnosticEngine &diags) {
+  net.inputs.clear();
+  net.output = -1;
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    const ir::Layer &layer = net.layers[i];
+    if (layer.kind == ir::LayerKind::Input) {
+      net.inputs.push_back(static_cast<int>(i));
+    } else if (layer.kind == ir::LayerKind::Output) {
+      if (net.output < 0) {
+        net.output = static_cast<int>(i);
+      } else {
+        Diagnostic &d = diags.report(DiagId::MultipleOutputLayers, layer.nameRange, layer.name);
+        const ir::Layer &first = net.layers[static_cast<size_t>(net.output)];
+        withNote(d, first.nameRange, fmt::format("'{}' is the first output layer", first.name));
+      }
+    }
+  }
+  if (net.output < 0)
+    diags.report(DiagId::NoOutputLayer, {0, 0});
+  if (net.inputs.empty())
+    diags.report(DiagId::NoInputLayer, {0, 0});
+}
+
+void checkBundles(ir::Network &net, DiagnosticEngine &diags) {
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    ir::Layer &layer = net.layers[i];
+    if (layer.kind != ir::LayerKind::Input && layer.bundles.empty() && layer.valid)
+      diags.report(DiagId::LayerWithoutBundles, layer.nameRange, ir::layerKindName(layer.kind), layer.name);
+    for (size_t b = 0; b < layer.bundles.size(); ++b) {
+      ir::Bundle &bundle = layer.bundles[b];
+      if (bundle.source < 0)
+        continue;
+      const ir::Layer &src = net.layers[static_cast<size_t>(bundle.source)];
+      if (bundle.source == static_cast<int>(i)) {
+        diags.report(DiagId::SelfBundle, bundle.sourceRange, layer.name);
+        bundle.valid = false;
+      } else if (src.kind == ir::LayerKind::Output) {
+        Diagnostic &d = diags.report(DiagId::OutputAsSource, bundle.sourceRange, src.name);
+        withNote(d, src.nameRange, fmt::format("'{}' is declared as the output here", src.name));
+      }
+      for (size_t earlier = 0; earlier < b; ++earlier)
+        if (layer.bundles[earlier].source == bundle.source) {
+          Diagnostic &d = diags.report(DiagId::DuplicateSource, bundle.sourceRange, layer.name, src.name);
+          withNote(d, layer.bundles[earlier].sourceRange, "the first bundle from it is here");
+          break;
+        }
+    }
+  }
+}
+
+/// Finds cycles by depth-first search over source -> destination edges and
+/// reports each once.
+void checkCycles(ir::Network &net, DiagnosticEngine &diags) {
+  const size_t n = net.layers.size();
+  // consumers[src] = (destination layer, bundle index)
+  std::vector<std::vector<std::pair<int, int>>> consumers(n);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t b = 0; b < net.layers[i].bundles.size(); ++b) {
+      int src = net.layers[i].bundles[b].source;
+      if (src >= 0 && src != static_cast<int>(i))
+        consumers[static_cast<size_t>(src)].push_back({static_cast<int>(i), static_cast<int>(b)});
+    }
+  enum class Mark { White, Grey, Black };
+  std::vector<Mark> mark(n, Mark::White);
+  // Iterative DFS: a stack of (layer, next consumer index), plus the edge used to enter each.
+  struct Frame {
+    int layer;
+    size_t next;
+    std::pair<int, int> via; // bundle (dst layer, index) that entered this layer
+  };
+  for (size_t root = 0; root < n; ++root) {
+    if (mark[root] != Mark::White)
+      continue;
+    std::vector<Frame> stack{{static_cast<int>(root), 0, {-1, -1}}};
+    mark[root] = Mark::Grey;
+    while (!stack.empty()) {
+      Frame &top = stack.back();
+      const auto &out = consumers[static_cast<size_t>(top.layer)];
+      if (top.next == out.size()) {
+        mark[static_cast<size_t>(top.layer)] = Mark::Black;
+        stack.pop_back();
+        continue;
+      }
+      auto edge = out[top.next++];
+      int next = edge.first;
+      if (mark[static_cast<size_t>(next)] == Mark::White) {
+        mark[static_cast<size_t>(next)] = Mark::Grey;
+        stack.push_back({next, 0, edge});
+        continue;
+      }
+      if (mark[static_cast<size_t>(next)] != Mark::Grey)
+        continue;
+      // A back edge closes a cycle: the frames from `next` to the top.
+      size_t start = stack.size() - 1;
+      while (stack[start].layer != next)
+        --start;
+      std::vector<std::pair<int, int>> edges;
+      for (size_t k = start + 1; k < stack.size(); ++k)
+        edges.push_back(stack[k].via);
+      edges.push_back(edge);
+      std::string path = net.layers[static_cast<size_t>(next)].name;
+      for (auto [dst, b] : edges)
+        path += " -> " + net.layers[static_cast<size_t>(dst)].name;
+      const ir::Bundle &closing =
+          net.layers[static_cast<size_t>(edge.first)].bundles[static_cast<size_t>(edge.second)];
+      Diagnostic &d = diags.report(DiagId::ConnectionCycle, closing.sourceRange, path);
+      for (auto [dst, b] : edges) {
+        const ir::Layer &layer = net.layers[static_cast<size_t>(dst)];
+        const ir::Bundle &bundle = layer.bundles[static_cast<size_t>(b)];
+        withNote(d, bundle.sourceRange,
+                 fmt::format("'{}' takes input from '{}' here", layer.name, bundle.sourceName));
+      }
+      for (auto [dst, b] : edges)
+        net.layers[static_cast<size_t>(dst)].bundles[static_cast<size_t>(b)].valid = false;
+    }
+  }
+}
+
+/// Depth from the output (longest path, output = 0) and the unused-layer warning.
+void computeDepths(ir::Network &net, DiagnosticEngine &diags) {
+  if (net.output < 0)
+    return;
+  const size_t n = net.layers.size();
+  // Breadth-first relaxation from the output backwards; bounded by n rounds
+  // (cycles were reported and their bundles invalidated).
+  std::vector<int> depth(n, -1);
+  depth[static_cast<size_t>(net.output)] = 0;
+  std::vector<int> frontier{net.output};
+  std::vector<char> queued(n, 0);
+  for (size_t round = 0; round < n && !frontier.empty(); ++round) {
+    std::vector<int> next;
+    for (int layer : frontier)
+      for (const ir::Bundle &bundle : net.layers[static_cast<size_t>(layer)].bundles) {
+        if (bundle.source < 0 || bundle.source == layer || !bundle.valid)
+          continue;
+        int candidate = depth[static_cast<size_t>(layer)] + 1;
+        if (candidate > depth[static_cast<size_t>(bundle.source)]) {
+          depth[static_cast<size_t>(bundle.source)] = candidate;
+          if (!queued[static_cast<size_t>(bundle.source)]) {
+            queued[static_cast<size_t>(bundle.source)] = 1;
+            next.push_back(bundle.source);
+          }
+        }
+      }
+    for (int layer : next)
+      queued[static_cast<size_t>(layer)] = 0;
+    frontier.swap(next);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    ir::Layer &layer = net.layers[i];
+    layer.depth = depth[i];
+    if (depth[i] < 0 && layer.kind == ir::LayerKind::Hidden)
+      diags.report(DiagId::UnusedLayer, layer.nameRange, layer.name);
+  }
+}
+
+} // namespace
+
+void checkStructure(ir::Network &net, const CompileOptions &, DiagnosticEngine &diags) {
+  findEndpoints(net, diags);
+  checkBundles(net, diags);
+  checkCycles(net, diags);
+  computeDepths(net, diags);
+}
+
+} // namespace netc

@@ -1,0 +1,49 @@
+// DiagnosticEngine.h -- collects diagnostics from every stage of one
+// compilation. Stages report through it and always continue; it never prints.
+#pragma once
+
+#include "support/Diagnostic.h"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace netc {
+
+class DiagnosticEngine {
+public:
+  /// Report a diagnostic; the message is formatted from the catalogue format
+  /// with `args`. Returns it so the caller can attach notes and fix-its.
+  template <typename... Args> Diagnostic &report(DiagId id, SourceRange range, const Args &...args) {
+    return add(id, range, fmt::format(fmt::runtime(diagInfo(id).format), args...));
+  }
+
+  Diagnostic &add(DiagId id, SourceRange range, std::string message);
+
+  const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
+  std::vector<Diagnostic> take() { return std::move(diagnostics_); }
+  size_t errorCount() const { return errors_; }
+  size_t warningCount() const { return warnings_; }
+  bool hasErrors() const { return errors_ > 0; }
+
+  /// Diagnostics sorted by position (stable for equal positions).
+  std::vector<Diagnostic> sorted() const;
+
+private:
+  std::vector<Diagnostic> diagnostics_;
+  size_t errors_ = 0;
+  size_t warnings_ = 0;
+};
+
+/// Convenience for attaching notes and fix-its fluently.
+inline Diagnostic &withNote(Diagnostic &d, SourceRange range, std::string message) {
+  d.notes.push_back({range, std::move(message)});
+  return d;
+}
+inline Diagnostic &withFixIt(Diagnostic &d, SourceRange range, std::string replacement) {
+  d.fixits.push_back({range, std::move(replacement)});
+  return d;
+}
+
+} // namespace netc

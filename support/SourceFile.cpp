@@ -1,0 +1,63 @@
+// SourceFile.cpp -- line table construction and offset <-> line/column maps.
+#include "support/SourceFile.h"
+
+#include <algorithm>
+
+namespace netc {
+
+SourceFile::SourceFile(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {
+  lineStarts_.push_back(0);
+  for (uint32_t i = 0; i < text_.size(); ++i)
+    if (text_[i] == '\n')
+      lineStarts_.push_back(i + 1);
+}
+
+LineColumn SourceFile::lineColumn(uint32_t offset) const {
+  offset = std::min(offset, size());
+  auto it = std::upper_bound(lineStarts_.begin(), lineStarts_.end(), offset);
+  uint32_t line = static_cast<uint32_t>(it - lineStarts_.begin());
+  return {line, offset - lineStarts_[line - 1] + 1};
+}
+
+LineColumn SourceFile::lineColumnUtf16(uint32_t offset) const {
+  offset = std::min(offset, size());
+  LineColumn bytes = lineColumn(offset);
+  uint32_t units = 0;
+  for (uint32_t i = lineStarts_[bytes.line - 1]; i < offset; ++i) {
+    auto c = static_cast<unsigned char>(text_[i]);
+    if ((c & 0xC0) == 0x80)
+      continue; // continuation byte
+    units += (c >= 0xF0) ? 2 : 1;
+  }
+  return {bytes.line, units + 1};
+}
+
+uint32_t SourceFile::offsetOf(LineColumn position) const {
+  if (position.line < 1)
+    return 0;
+  if (position.line > lineStarts_.size())
+    return size();
+  uint32_t start = lineStarts_[position.line - 1];
+  uint32_t lineEnd = position.line < lineStarts_.size() ? lineStarts_[position.line] : size();
+  uint32_t column = position.column < 1 ? 1 : position.column;
+  return std::min(start + column - 1, lineEnd);
+}
+
+std::string_view SourceFile::lineText(uint32_t line) const {
+  if (line < 1 || line > lineStarts_.size())
+    return {};
+  uint32_t start = lineStarts_[line - 1];
+  uint32_t end = line < lineStarts_.size() ? lineStarts_[line] : size();
+  std::string_view text(text_.data() + start, end - start);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
+}
+
+std::string_view SourceFile::slice(SourceRange range) const {
+  uint32_t begin = std::min(range.begin, size());
+  uint32_t end = std::min(std::max(range.end, begin), size());
+  return std::string_view(text_).substr(begin, end - begin);
+}
+
+} // namespace netc

@@ -1,0 +1,50 @@
+// CommandSupport.h -- what the netc subcommands share: reading files, the
+// compile-option flags, colour detection and diagnostic output.
+#pragma once
+
+#include "api/Driver.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netc::cli {
+
+/// Exit statuses of every subcommand.
+enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
+
+/// Flags that become CompileOptions (task, sizes, limits).
+struct CompileFlags {
+  std::optional<int64_t> inputSize;
+  int64_t hiddenNodes = 100;
+  std::string task = "auto";
+  std::optional<int64_t> classes;
+  int64_t maxFilterPairs = int64_t{1} << 25;
+
+  void addTo(CLI::App &app);
+  CompileOptions options() const;
+};
+
+/// --color auto|always|never
+struct ColourFlag {
+  std::string mode = "auto";
+  void addTo(CLI::App &app);
+  bool enabledFor(std::FILE *stream) const;
+};
+
+/// Reads a whole file; an error message instead when it cannot.
+std::optional<std::string> readFile(const std::string &path, std::string &error);
+
+/// Prints diagnostics (sorted) as compiler-style text to `out`.
+void printDiagnostics(std::FILE *out, const Compilation &c, bool colour);
+
+/// Registers the subcommands; each returns its exit code through `exitCode`.
+void addCheckCommand(CLI::App &app, int &exitCode);
+void addShowCommand(CLI::App &app, int &exitCode);
+void addFmtCommand(CLI::App &app, int &exitCode);
+void addCompileCommand(CLI::App &app, int &exitCode);
+
+} // namespace netc::cli

@@ -1,0 +1,71 @@
+// CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir [--after=PASS]`:
+// stops after a stage and prints it as deterministic text (golden tests).
+#include "CommandSupport.h"
+
+#include "frontend/AstDump.h"
+#include "ir/IrPrinter.h"
+#include "passes/Pipeline.h"
+
+namespace netc::cli {
+
+namespace {
+
+struct CompileArgs {
+  std::string file;
+  std::string emit = "ir";
+  std::string after;
+  CompileFlags compile;
+  ColourFlag colour;
+};
+
+int runCompile(const CompileArgs &args) {
+  std::string error;
+  auto text = readFile(args.file, error);
+  if (!text) {
+    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", args.file.c_str(), error.c_str());
+    return kUsageError;
+  }
+  if (!args.after.empty()) {
+    bool known = args.after == "sema";
+    for (const PassInfo &pass : allPasses())
+      known |= pass.name == args.after;
+    if (!known) {
+      std::fprintf(stderr, "netc: error: unknown pass '%s' for --after\n", args.after.c_str());
+      return kUsageError;
+    }
+  }
+  SourceFile file(args.file, std::move(*text));
+  std::string out;
+  std::unique_ptr<Compilation> c;
+  if (args.emit == "tokens") {
+    c = std::make_unique<Compilation>(file);
+    out = dumpTokens(lexTokens(c->file, c->diags), c->file);
+  } else if (args.emit == "ast") {
+    c = compileSource(file, args.compile.options(), Stage::Parse);
+    out = dumpAst(c->parse.program, c->file);
+  } else {
+    Stage stage = args.after == "sema" ? Stage::Sema : Stage::Passes;
+    c = compileSource(file, args.compile.options(), stage, args.after);
+    out = ir::printNetwork(c->network);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
+  return c->diags.hasErrors() ? kInputError : kSuccess;
+}
+
+} // namespace
+
+void addCompileCommand(CLI::App &app, int &exitCode) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App *cmd = app.add_subcommand("compile", "Run the compiler up to a stage and print it");
+  cmd->add_option("file", args->file, "Net# file")->required();
+  cmd->add_option("--emit", args->emit, "What to print: tokens, ast or ir")
+      ->check(CLI::IsMember({"tokens", "ast", "ir"}))
+      ->capture_default_str();
+  cmd->add_option("--after", args->after, "With --emit=ir: stop after this pass ('sema' or a pass name)");
+  args->compile.addTo(*cmd);
+  args->colour.addTo(*cmd);
+  cmd->callback([args, &exitCode] { exitCode = runCompile(*args); });
+}
+
+} // namespace netc::cli

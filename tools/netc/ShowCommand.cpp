@@ -1,0 +1,184 @@
+// ShowCommand.cpp -- `netc show FILE [--format text|json|dot]`: the resolved
+// network as a table (layer, kind, shape, nodes, function, params, FLOPs,
+// activation memory) with totals, as JSON for tools, or as a Graphviz graph.
+// With errors: exit 1 and the diagnostics on stderr.
+#include "CommandSupport.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace netc::cli {
+
+namespace {
+
+struct ShowArgs {
+  std::string file;
+  std::string format = "text";
+  CompileFlags compile;
+  ColourFlag colour;
+};
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+/// 127495 -> "127,495"
+std::string grouped(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return (value < 0 ? "-" : "") + out;
+}
+
+std::string bytesText(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 20))
+    return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+  if (bytes >= 1024)
+    return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{} B", bytes);
+}
+
+std::string functionText(const ir::Layer &layer) {
+  if (!layer.function)
+    return "-";
+  std::string name(ir::activationName(*layer.function));
+  return layer.functionIsDefault ? name + " (default)" : name;
+}
+
+void printTable(const ir::Network &net) {
+  std::vector<std::array<std::string, 8>> rows;
+  rows.push_back({"layer", "kind", "shape", "nodes", "function", "params", "FLOPs", "memory"});
+  for (const ir::Layer &layer : net.layers)
+    rows.push_back({layer.name, std::string(ir::layerKindName(layer.kind)), shapeText(layer.shape),
+                    grouped(layer.nodes), functionText(layer), grouped(layer.params), grouped(layer.flops),
+                    bytesText(layer.activationBytes)});
+  std::string paramsTotal = grouped(net.params);
+  if (net.params != net.totalParams)
+    paramsTotal += fmt::format(" ({} before share)", grouped(net.totalParams));
+  rows.push_back({"total", "", "", "", "", paramsTotal, grouped(net.flops), bytesText(net.activationBytes)});
+  std::array<size_t, 8> width{};
+  for (const auto &row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      width[i] = std::max(width[i], row[i].size());
+  const std::array<bool, 8> rightAligned{false, false, false, true, false, true, true, true};
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string line;
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      std::string cell = rows[r][i];
+      std::string pad(width[i] - cell.size(), ' ');
+      line += (i ? "  " : "") + (rightAligned[i] ? pad + cell : cell + pad);
+    }
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    if (r + 1 == rows.size()) {
+      size_t total = 0;
+      for (size_t w : width)
+        total += w + 2;
+      std::printf("%s\n", std::string(total - 2, '-').c_str());
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  std::printf(
+      "\nparameters: %s unique trainable values; forward: %s FLOPs and %s of activations per sample\n",
+      grouped(net.params).c_str(), grouped(net.flops).c_str(), bytesText(net.activationBytes).c_str());
+}
+
+nlohmann::json toJson(const ir::Network &net) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const ir::Layer &layer : net.layers) {
+    nlohmann::json bundles = nlohmann::json::array();
+    for (const ir::Bundle &b : layer.bundles)
+      bundles.push_back({{"from", b.sourceName},
+                         {"kind", std::string(ir::bundleKindName(b.kind))},
+                         {"params", b.params},
+                         {"flops", b.flops}});
+    nlohmann::json fn = layer.function ? nlohmann::json(std::string(ir::activationName(*layer.function)))
+                                       : nlohmann::json(nullptr);
+    layers.push_back({{"name", layer.name},
+                      {"kind", std::string(ir::layerKindName(layer.kind))},
+                      {"shape", layer.shape},
+                      {"nodes", layer.nodes},
+                      {"function", fn},
+                      {"function_is_default", layer.functionIsDefault},
+                      {"params", layer.params},
+                      {"flops", layer.flops},
+                      {"activation_bytes", layer.activationBytes},
+                      {"depth", layer.depth},
+                      {"bundles", bundles}});
+  }
+  return {{"name", net.name},     {"layers", layers},
+          {"params", net.params}, {"params_before_share", net.totalParams},
+          {"flops", net.flops},   {"activation_bytes", net.activationBytes}};
+}
+
+std::string dotEscape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void printDot(const ir::Network &net) {
+  std::printf("digraph \"%s\" {\n  rankdir=BT;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n",
+              dotEscape(net.name).c_str());
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    const ir::Layer &layer = net.layers[i];
+    std::string shape = layer.kind == ir::LayerKind::Input    ? "parallelogram"
+                        : layer.kind == ir::LayerKind::Output ? "doubleoctagon"
+                                                              : "box";
+    std::string label = fmt::format("{}\\n{} {}", dotEscape(layer.name), shapeText(layer.shape),
+                                    layer.function ? std::string(ir::activationName(*layer.function)) : "");
+    std::printf("  L%zu [label=\"%s\", shape=%s];\n", i, label.c_str(), shape.c_str());
+  }
+  for (size_t i = 0; i < net.layers.size(); ++i)
+    for (const ir::Bundle &b : net.layers[i].bundles)
+      if (b.source >= 0)
+        std::printf("  L%d -> L%zu [label=\"%s\"];\n", b.source, i,
+                    dotEscape(std::string(ir::bundleKindName(b.kind))).c_str());
+  std::printf("}\n");
+}
+
+int runShow(const ShowArgs &args) {
+  std::string error;
+  auto text = readFile(args.file, error);
+  if (!text) {
+    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", args.file.c_str(), error.c_str());
+    return kUsageError;
+  }
+  auto c = compileSource(SourceFile(args.file, std::move(*text)), args.compile.options());
+  printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
+  if (c->diags.hasErrors())
+    return kInputError;
+  if (args.format == "json")
+    std::printf("%s\n", toJson(c->network).dump(2).c_str());
+  else if (args.format == "dot")
+    printDot(c->network);
+  else
+    printTable(c->network);
+  return kSuccess;
+}
+
+} // namespace
+
+void addShowCommand(CLI::App &app, int &exitCode) {
+  auto args = std::make_shared<ShowArgs>();
+  CLI::App *cmd = app.add_subcommand("show", "Show the resolved network: shapes, parameters, FLOPs");
+  cmd->add_option("file", args->file, "Net# file")->required();
+  cmd->add_option("--format", args->format, "Output format: text, json or dot")
+      ->check(CLI::IsMember({"text", "json", "dot"}))
+      ->capture_default_str();
+  args->compile.addTo(*cmd);
+  args->colour.addTo(*cmd);
+  cmd->callback([args, &exitCode] { exitCode = runShow(*args); });
+}
+
+} // namespace netc::cli
