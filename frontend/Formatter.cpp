@@ -55,7 +55,7 @@ private:
         out_ += " " + text + "\n";
       } else {
         if (topLevel)
-          topLevelGap(c.range.begin);
+          blankLineIfAny(c.range.begin);
         out_.append(static_cast<size_t>(depth) * 2, ' ');
         out_ += text + "\n";
         if (topLevel)
@@ -68,7 +68,10 @@ private:
 
   /// Keeps one blank line between top-level items where the source had any.
   void topLevelGap(uint32_t begin) {
-    flushComments(begin, 0, false);
+    flushComments(begin, 0, true);
+    blankLineIfAny(begin);
+  }
+  void blankLineIfAny(uint32_t begin) {
     if (out_.empty())
       return;
     std::string_view between = file_.slice({std::min(previousTopEnd_, begin), begin});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# setup.sh -- installs what netc needs to build and test on Debian 12, only
+# the packages that are missing (idempotent; quick when all are present).
+# Everything comes from Debian's archive (DESIGN.md §7).
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config python3
+  antlr4 libantlr4-runtime-dev uuid-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  llvm-14-tools
+  clang-14 libclang-rt-14-dev
+  valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all build dependencies are installed"
+fi

@@ -1,0 +1,16 @@
+# lit.cfg.py -- the golden test suite: every .net and .test file under this
+# folder is a test; %netc is the built compiler, FileCheck and not come from LLVM.
+import os
+import lit.formats
+
+config.name = "netc-golden"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".net", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Inputs"]
+config.substitutions.append(("%netc", config.netc))
+config.substitutions.append(("%examples", config.examples))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("FileCheck", config.filecheck))
+config.substitutions.append(("not ", os.path.join(os.path.dirname(config.filecheck), "not") + " "))
+config.environment["NO_COLOR"] = "1"
