@@ -21,7 +21,9 @@ std::unique_ptr<Compilation> compileSource(SourceFile source, const CompileOptio
   c->parse = parseProgram(c->file, c->diags);
   if (stage == Stage::Parse)
     return c;
+  const bool syntaxErrors = c->diags.hasErrors();
   c->network = analyzeProgram(c->parse.program, networkNameFor(c->file.name()), options, c->diags);
+  c->network.fromIncompleteSource = syntaxErrors;
   if (stage == Stage::Sema)
     return c;
   runPasses(c->network, options, c->diags, stopAfterPass);

@@ -173,6 +173,9 @@ struct Network {
   int output = -1;
   std::vector<int> inputs; // declaration order = feature order (D12)
   Task task = Task::Unspecified;
+  /// The text had syntax errors, so statements may be missing: whole-network
+  /// checks that would only repeat that (no output, no input) stay quiet.
+  bool fromIncompleteSource = false;
 
   // ---- computed by the passes ----
   /// Tied parameter groups after share resolution (each of size >= 2).

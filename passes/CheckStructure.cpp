@@ -31,6 +31,8 @@ void findEndpoints(ir::Network &net, DiagnosticEngine &diags) {
       }
     }
   }
+  if (net.fromIncompleteSource)
+    return; // a syntax error may have swallowed the declaration
   if (net.output < 0)
     diags.report(DiagId::NoOutputLayer, {0, 0});
   if (net.inputs.empty())
@@ -137,8 +139,8 @@ void computeDepths(ir::Network &net, DiagnosticEngine &diags) {
   if (net.output < 0)
     return;
   const size_t n = net.layers.size();
-  // Breadth-first relaxation from the output backwards; bounded by n rounds
-  // (cycles were reported and their bundles invalidated).
+  // Breadth-first relaxation from the output backwards, bounded by n rounds
+  // (on a cycle, already reported, depths are merely large).
   std::vector<int> depth(n, -1);
   depth[static_cast<size_t>(net.output)] = 0;
   std::vector<int> frontier{net.output};
@@ -147,7 +149,8 @@ void computeDepths(ir::Network &net, DiagnosticEngine &diags) {
     std::vector<int> next;
     for (int layer : frontier)
       for (const ir::Bundle &bundle : net.layers[static_cast<size_t>(layer)].bundles) {
-        if (bundle.source < 0 || bundle.source == layer || !bundle.valid)
+        // Invalid bundles still connect their layers (no unused-layer cascade).
+        if (bundle.source < 0 || bundle.source == layer)
           continue;
         int candidate = depth[static_cast<size_t>(layer)] + 1;
         if (candidate > depth[static_cast<size_t>(bundle.source)]) {

@@ -6,6 +6,7 @@ import lit.formats
 config.name = "netc-golden"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".net", ".test"]
+config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.excludes = ["Inputs"]
 config.substitutions.append(("%netc", config.netc))
