@@ -106,6 +106,7 @@ enum class LayerKind { Input, Hidden, Output };
 
 struct ShapeSpec {
   bool isAuto = false;
+  bool invalid = false; // not a shape (already reported)
   SourceRange range;
   std::vector<ExprPtr> dims;
 };
@@ -122,6 +123,7 @@ struct LayerDecl {
   /// Position among layerAttributes/bundles, for order checks and printing:
   /// true entries are attributes. Same length as the two lists together.
   std::vector<bool> itemIsAttribute;
+  bool incomplete = false; // a bundle or the shape did not parse (already reported)
 };
 
 /// `input X ...;` alone, or `hidden { A ...; B ...; }` as a group.
@@ -144,6 +146,7 @@ struct ShareDecl {
   SourceRange range;
   Identifier keyword;
   std::vector<ShareItem> items;
+  bool incomplete = false; // an item did not parse (already reported)
 };
 
 struct StraySemicolon {

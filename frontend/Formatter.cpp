@@ -48,11 +48,13 @@ private:
       std::string text(file_.slice(c.range));
       while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
         text.pop_back();
-      bool trailing =
-          lastLine_ != 0 && lineOf(c.range.begin) == lastLine_ && !out_.empty() && out_.back() == '\n';
+      uint32_t line = lineOf(c.range.begin);
+      bool trailing = lastLine_ != 0 && line >= lastLine_ && line <= lastEndLine_ && !lastLineHasComment_ &&
+                      !out_.empty() && out_.back() == '\n';
       if (trailing) {
         out_.pop_back();
         out_ += " " + text + "\n";
+        lastLineHasComment_ = true;
       } else {
         if (topLevel)
           blankLineIfAny(c.range.begin);
@@ -62,7 +64,8 @@ private:
           previousTopEnd_ = c.range.end;
       }
       // A block comment may span lines; later trailing comments attach to its end.
-      lastLine_ = c.block ? lineOf(c.range.end) : 0;
+      lastLine_ = lastEndLine_ = c.block ? lineOf(c.range.end) : 0;
+      lastLineHasComment_ = !trailing && !c.block;
     }
   }
 
@@ -85,15 +88,23 @@ private:
   void beginLine(SourceRange range, int depth) {
     flushComments(range.begin, depth);
     out_.append(static_cast<size_t>(depth) * 2, ' ');
-    lastLine_ = lineOf(range.begin);
+    lastLine_ = lastEndLine_ = lineOf(range.begin);
+    lastLineHasComment_ = false;
   }
+  /// Ends a line that opens a block: only comments on its first source line trail it.
   void endLine() { out_ += "\n"; }
+  /// Ends a line holding a whole node: comments on any of its source lines trail it.
+  void endLine(SourceRange node) {
+    lastEndLine_ = lineOf(node.end > node.begin ? node.end - 1 : node.begin);
+    out_ += "\n";
+  }
   /// Closes a `{ }` block whose source ends at `end`.
   void closeBlock(uint32_t end, int depth) {
     flushComments(end, depth + 1);
     out_.append(static_cast<size_t>(depth) * 2, ' ');
     out_ += "}";
-    lastLine_ = lineOf(end > 0 ? end - 1 : 0);
+    lastLine_ = lastEndLine_ = lineOf(end > 0 ? end - 1 : 0);
+    lastLineHasComment_ = false;
     endLine();
   }
 
@@ -102,7 +113,7 @@ private:
     if (!c.block && c.items.size() == 1) {
       beginLine(c.range, 0);
       out_ += "const " + item(c.items[0]) + ";";
-      endLine();
+      endLine(c.range);
       return;
     }
     beginLine(c.range, 0);
@@ -111,7 +122,7 @@ private:
     for (const ast::ConstItem &i : c.items) {
       beginLine(i.range, 1);
       out_ += item(i) + ";";
-      endLine();
+      endLine(i.range);
     }
     closeBlock(c.range.end, 0);
   }
@@ -139,7 +150,7 @@ private:
     switch (l.tail) {
     case ast::LayerDecl::Tail::None:
       out_ += ";";
-      endLine();
+      endLine(l.range);
       return;
     case ast::LayerDecl::Tail::Short:
       if (!l.bundles.empty()) {
@@ -147,7 +158,7 @@ private:
         bundleBody(l.bundles.front(), depth);
       } else {
         out_ += ";";
-        endLine();
+        endLine(l.range);
       }
       return;
     case ast::LayerDecl::Tail::Block: break;
@@ -160,7 +171,7 @@ private:
         const ast::Attribute &a = l.layerAttributes[attr++];
         beginLine(a.range, depth + 1);
         out_ += a.name.text + " = " + expr(a.value.get()) + ";";
-        endLine();
+        endLine(a.range);
       } else {
         const ast::BundleDecl &b = l.bundles[bundle++];
         beginLine(b.range, depth + 1);
@@ -177,7 +188,7 @@ private:
       out_ += " (" + b.lambda->src.text + ", " + b.lambda->dst.text + ") => " + expr(b.lambda->body.get());
     if (!b.hasBlock) {
       out_ += ";";
-      endLine();
+      endLine(b.range);
       return;
     }
     out_ += " {";
@@ -185,7 +196,7 @@ private:
     for (const ast::Attribute &a : b.attributes) {
       beginLine(a.range, depth + 1);
       out_ += a.name.text + " = " + expr(a.value.get()) + ";";
-      endLine();
+      endLine(a.range);
     }
     closeBlock(b.range.end, depth);
   }
@@ -200,7 +211,7 @@ private:
                                                        : item.first.text + " => " + item.second.text;
     }
     out_ += " }";
-    endLine();
+    endLine(s.range);
   }
   void print(const ast::StraySemicolon &) {}
 
@@ -229,7 +240,12 @@ private:
         out += (i ? ", " : "") + expr(e->operands[i].get());
       return out + ")";
     }
-    case ast::ExprKind::Unary: return ast::opSpelling(e->op) + expr(e->operands[0].get());
+    case ast::ExprKind::Unary: {
+      std::string operand = expr(e->operands[0].get());
+      // `- -3`, not `--3`: same tokens, but it should not read like a decrement.
+      bool separate = !operand.empty() && (operand[0] == '-' || operand[0] == '!');
+      return ast::opSpelling(e->op) + std::string(separate ? " " : "") + operand;
+    }
     case ast::ExprKind::Binary:
       if (e->op == ast::Op::Pow)
         return expr(e->operands[0].get()) + "^" + expr(e->operands[1].get());
@@ -250,7 +266,9 @@ private:
   const SourceFile &file_;
   std::vector<ast::Comment> comments_;
   size_t next_ = 0;
-  uint32_t lastLine_ = 0;
+  uint32_t lastLine_ = 0; // source lines of what the last output line printed
+  uint32_t lastEndLine_ = 0;
+  bool lastLineHasComment_ = false; // a line comment already ends the last output line
   uint32_t previousTopEnd_ = 0;
   std::string out_;
 };

@@ -156,14 +156,24 @@ std::string describeExpected(const antlr4::dfa::Vocabulary &vocabulary,
     }
   };
   takeGroup({P::INT, P::REAL, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK, P::MINUS, P::NOT}, 5, "an expression");
+  if (!parts.empty() && parts[0] == "an expression")
+    for (size_t t : {P::IDENT, P::ABS, P::MAX, P::SIGMOID, P::LINEAR, P::SOFTMAX, P::RLINEAR, P::SQUARE,
+                     P::SQRT, P::SRLINEAR, P::TANH, P::BRLINEAR})
+      types.erase(t);
   takeGroup({P::SIGMOID, P::LINEAR, P::SOFTMAX, P::RLINEAR, P::SQUARE, P::SQRT, P::SRLINEAR, P::ABS, P::TANH,
              P::BRLINEAR},
             5, "an output function");
   takeGroup(
       {P::POW, P::MUL, P::DIV, P::MOD, P::PLUS, P::LT, P::LE, P::GT, P::GE, P::EQ, P::NE, P::AND, P::OR}, 8,
       "an operator");
-  if (!parts.empty() && parts[0] == "an expression")
-    types.erase(P::IDENT), types.erase(P::ABS), types.erase(P::MAX);
+  // Where a keyword is expected, the grammar also takes an identifier only to
+  // catch misspellings; "a name" would mislead there.
+  for (size_t keyword : {P::CONST, P::INPUT, P::HIDDEN_LAYER, P::OUTPUT, P::SHARE, P::AUTO, P::FROM, P::ALL,
+                         P::WHERE, P::CONVOLVE})
+    if (types.count(keyword)) {
+      types.erase(P::IDENT);
+      break;
+    }
   for (size_t t : types)
     parts.push_back(describeTokenType(vocabulary, t));
   if (parts.empty())
@@ -234,6 +244,50 @@ private:
   std::set<uint32_t> reported_;
 };
 
+/// ANTLR's recovery, tuned for Net#: an identifier where a keyword was
+/// expected and that is a misspelling of it (`max Pool`, `response Norm`) is
+/// taken as that keyword after one diagnostic, and a statement keyword is
+/// never deleted as "extraneous" (a missing `;` before it is inserted instead).
+class NetSharpErrorStrategy : public antlr4::DefaultErrorStrategy {
+public:
+  Token *recoverInline(antlr4::Parser *recognizer) override {
+    Token *current = recognizer->getCurrentToken();
+    if (current && current->getType() == P::IDENT) {
+      const auto &vocabulary = recognizer->getVocabulary();
+      for (size_t type : recognizer->getExpectedTokens().toList()) {
+        std::string literal = vocabulary.getLiteralName(type);
+        if (literal.size() < 3 || !std::isalpha(static_cast<unsigned char>(literal[1])))
+          continue;
+        literal = literal.substr(1, literal.size() - 2);
+        if (!closestMatch(current->getText(), {literal}))
+          continue;
+        if (!inErrorRecoveryMode(recognizer)) {
+          beginErrorCondition(recognizer);
+          recognizer->notifyErrorListeners(current, "misspelled keyword", nullptr);
+        }
+        if (auto *writable = dynamic_cast<antlr4::WritableToken *>(current))
+          writable->setType(type);
+        reportMatch(recognizer);
+        recognizer->consume();
+        return current;
+      }
+    }
+    return DefaultErrorStrategy::recoverInline(recognizer);
+  }
+
+protected:
+  Token *singleTokenDeletion(antlr4::Parser *recognizer) override {
+    switch (recognizer->getCurrentToken()->getType()) {
+    case P::CONST:
+    case P::INPUT:
+    case P::HIDDEN_LAYER:
+    case P::OUTPUT:
+    case P::SHARE: return nullptr;
+    default: return DefaultErrorStrategy::singleTokenDeletion(recognizer);
+    }
+  }
+};
+
 /// Builds the AST from the parse tree. Every accessor may return null after
 /// error recovery, so every step checks.
 class AstBuilder {
@@ -292,24 +346,26 @@ private:
   }
 
   /// Reports an identifier written where a statement keyword belongs.
-  void reportKeyword(Token *kw, const std::vector<std::string_view> &candidates, const char *expected) {
+  /// Returns whether the word was recognised as a misspelling of a candidate.
+  bool reportKeyword(Token *kw, const std::vector<std::string_view> &candidates, const char *expected) {
     if (!real(kw))
-      return;
+      return false;
     std::string text = kw->getText();
     if (auto match = closestMatch(text, candidates)) {
       Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, rangeOf(kw), text, *match);
       withFixIt(d, rangeOf(kw), *match);
-    } else {
-      diags_.report(DiagId::UnknownStatement, rangeOf(kw), text, expected);
+      return true;
     }
+    diags_.report(DiagId::UnknownStatement, rangeOf(kw), text, expected);
+    return false;
   }
 
   ast::ConstDecl buildConst(P::ConstDeclContext *ctx) {
     ast::ConstDecl decl;
     decl.range = rangeOf(ctx);
     decl.keyword = ident(ctx->kw);
-    if (ctx->kw && ctx->kw->getType() == P::IDENT)
-      reportKeyword(ctx->kw, {"const"}, "'const'");
+    if (ctx->kw && ctx->kw->getType() == P::IDENT && !reportKeyword(ctx->kw, {"const"}, "'const'"))
+      return decl; // not a const declaration: nothing in it is declared
     decl.keyword.text = "const";
     decl.block = ctx->LBRACE() != nullptr;
     for (P::ConstItemContext *item : ctx->constItem()) {
@@ -361,10 +417,31 @@ private:
     if (P::ShapeContext *shape = ctx->shape()) {
       layer.shape.range = rangeOf(shape);
       layer.shape.isAuto = shape->AUTO() != nullptr;
+      if (antlr4::tree::TerminalNode *word = shape->IDENT()) {
+        std::string text = word->getText();
+        if (auto match = closestMatch(text, {"auto"})) {
+          Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, rangeOf(word), text, *match);
+          withFixIt(d, rangeOf(word), *match);
+          layer.shape.isAuto = true;
+        } else {
+          diags_.report(DiagId::SyntaxError, rangeOf(word), "expected 'auto' or '[', found '" + text + "'");
+          layer.shape.invalid = true;
+          layer.incomplete = true;
+        }
+      }
       for (P::ExprContext *e : shape->expr())
         layer.shape.dims.push_back(buildExpr(e));
     } else {
+      // No shape at all: report it at what came instead.
+      Token *next = ctx->activation()  ? ctx->activation()->getStart()
+                    : ctx->layerTail() ? ctx->layerTail()->getStart()
+                                       : nullptr;
+      SourceRange at = real(next) ? rangeOf(next) : SourceRange{layer.name.range.end, layer.name.range.end};
+      std::string found = real(next) ? "'" + next->getText() + "'" : std::string("end of file");
+      diags_.report(DiagId::SyntaxError, at, "expected 'auto' or '[', found " + found);
       layer.shape.range = layer.name.range;
+      layer.shape.invalid = true;
+      layer.incomplete = true;
     }
     if (P::ActivationContext *fn = ctx->activation())
       if (real(fn->fn))
@@ -375,6 +452,8 @@ private:
         if (auto bundle = buildBundle(b)) {
           layer.bundles.push_back(std::move(*bundle));
           layer.itemIsAttribute.push_back(false);
+        } else {
+          layer.incomplete = true;
         }
       } else if (tail->LBRACE()) {
         layer.tail = ast::LayerDecl::Tail::Block;
@@ -390,6 +469,8 @@ private:
             if (auto bundle = buildBundle(b)) {
               layer.bundles.push_back(std::move(*bundle));
               layer.itemIsAttribute.push_back(false);
+            } else {
+              layer.incomplete = true;
             }
           }
         }
@@ -404,6 +485,11 @@ private:
     ast::BundleDecl bundle;
     bundle.range = rangeOf(ctx);
     bundle.source = ident(ctx->source);
+    if (ctx->kw && ctx->kw->getType() == P::IDENT) {
+      std::string text = ctx->kw->getText();
+      Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, rangeOf(ctx->kw), text, "from");
+      withFixIt(d, rangeOf(ctx->kw), "from");
+    }
     P::BundleKindContext *kind = ctx->bundleKind();
     if (!kind)
       return std::nullopt;
@@ -441,6 +527,7 @@ private:
     } else if (auto *k = dynamic_cast<P::UnknownBundleContext *>(kind)) {
       bundle.kind = ast::BundleSyntax::Unknown;
       block = k->attrBlock();
+      (void)k->lambda(); // a lambda after a misspelled `where` is parsed and ignored
       if (real(k->kind)) {
         std::string text = k->kind->getText();
         static const std::vector<std::string_view> kinds = {"all",      "where",     "convolve",
@@ -463,8 +550,10 @@ private:
     ast::ShareDecl decl;
     decl.range = rangeOf(ctx);
     decl.keyword = ident(ctx->kw);
-    if (ctx->kw && ctx->kw->getType() == P::IDENT)
-      reportKeyword(ctx->kw, {"share"}, "'share'");
+    if (ctx->kw && ctx->kw->getType() == P::IDENT && !reportKeyword(ctx->kw, {"share"}, "'share'")) {
+      decl.incomplete = true; // not a share declaration: nothing in it is shared
+      return decl;
+    }
     decl.keyword.text = "share";
     for (P::ShareItemContext *item : ctx->shareItem()) {
       ast::ShareItem si;
@@ -481,10 +570,13 @@ private:
         si.first = ident(b->one);
         si.second = ident(b->dst);
       } else {
+        decl.incomplete = true;
         continue;
       }
-      if (!si.first.present() || (si.form != ast::ShareItem::Form::Layer && !si.second.present()))
+      if (!si.first.present() || (si.form != ast::ShareItem::Form::Layer && !si.second.present())) {
+        decl.incomplete = true;
         continue;
+      }
       decl.items.push_back(std::move(si));
     }
     return decl;
@@ -775,7 +867,7 @@ ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
     parser.reset();
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::LL);
-    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.setErrorHandler(std::make_shared<NetSharpErrorStrategy>());
     parser.addErrorListener(&listener);
     try {
       tree = parser.program();

@@ -25,7 +25,7 @@ public:
       diags_.report(DiagId::LambdaParamClash, lambda_.dst.range, lambda_.dst.text);
       return nullptr;
     }
-    if (!lambda_.body)
+    if (!lambda_.body || !paramNamesSpelledRight(*lambda_.body))
       return nullptr;
     auto [root, type] = lower(*lambda_.body);
     if (root < 0)
@@ -43,6 +43,25 @@ private:
   using Lowered = std::pair<int, ValueType>; // node index (-1: error) and type
 
   bool isParam(const std::string &name) const { return name == lambda_.src.text || name == lambda_.dst.text; }
+  /// A name that is neither a parameter nor a const but is close to a
+  /// parameter is a misspelled parameter: suggest it (D1).
+  bool paramNamesSpelledRight(const ast::Expr &e) {
+    bool ok = true;
+    if ((e.kind == ast::ExprKind::Name || e.kind == ast::ExprKind::Index) && !isParam(e.text) &&
+        !consts_.isDeclared(e.text)) {
+      if (auto match = closestMatch(e.text, {lambda_.src.text, lambda_.dst.text})) {
+        Diagnostic &d = diags_.report(DiagId::UndeclaredName, e.nameRange, e.text);
+        d.message += fmt::format("; did you mean '{}'?", *match);
+        withFixIt(d, e.nameRange, *match);
+        ok = false;
+      }
+    }
+    for (const ast::ExprPtr &child : e.operands)
+      if (child)
+        ok = paramNamesSpelledRight(*child) && ok;
+    return ok;
+  }
+
   bool mentionsParams(const ast::Expr &e) const {
     if ((e.kind == ast::ExprKind::Name || e.kind == ast::ExprKind::Index) && isParam(e.text))
       return true;

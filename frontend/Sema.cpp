@@ -95,6 +95,7 @@ private:
       layer.shapeRange = decl.shape.range;
       auto [it, inserted] = layerIndex_.try_emplace(decl.name.text, static_cast<int>(i));
       if (!inserted) {
+        layer.valid = false; // bundles name the first definition; this one is not "unused"
         Diagnostic &d = diags_.report(DiagId::LayerRedefinition, decl.name.range, decl.name.text);
         withNote(d, layerDecls_[it->second]->name.range, "previous definition is here");
       }
@@ -117,6 +118,10 @@ private:
   }
 
   void lowerShape(const ast::LayerDecl &decl, ir::Layer &layer) {
+    if (decl.incomplete)
+      layer.valid = false; // part of the layer did not parse: spare it the follow-on checks
+    if (decl.shape.invalid)
+      return;
     if (decl.shape.isAuto) {
       layer.shapeAuto = true;
       return;
@@ -246,12 +251,20 @@ private:
       diags_.report(DiagId::InputWithBundles, decl.bundles.front().range, layer.name);
     for (const ast::BundleDecl &b : decl.bundles) {
       auto kind = toIr(b.kind);
-      if (!kind) { // already reported by the parser; keep the layer from looking empty
-        layer.valid = false;
-        resolveLayer(b.source);
+      ir::Bundle bundle;
+      if (!kind) {
+        // Reported by the parser. Keep the connection (so its source is not
+        // "unused") but not the attributes, which belong to no known kind.
+        bundle.kind = ir::BundleKind::All;
+        bundle.valid = false;
+        bundle.sourceName = b.source.text;
+        bundle.sourceRange = b.source.range;
+        bundle.range = b.range;
+        bundle.kindRange = b.kindRange;
+        bundle.source = resolveLayer(b.source);
+        layer.bundles.push_back(std::move(bundle));
         continue;
       }
-      ir::Bundle bundle;
       bundle.kind = *kind;
       bundle.sourceName = b.source.text;
       bundle.sourceRange = b.source.range;
@@ -402,7 +415,8 @@ private:
     ir::ShareDecl share;
     share.range = decl.range;
     if (decl.items.size() < 2) {
-      diags_.report(DiagId::ShareTooFewItems, decl.range);
+      if (!decl.incomplete) // an item that did not parse was already reported
+        diags_.report(DiagId::ShareTooFewItems, decl.range);
       return;
     }
     auto formName = [](ast::ShareItem::Form f) {

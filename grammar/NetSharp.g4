@@ -33,7 +33,8 @@ layerDecl
   : kw=(INPUT | HIDDEN_LAYER | OUTPUT | IDENT) layerBody
   | kw=(INPUT | HIDDEN_LAYER | OUTPUT | IDENT) LBRACE layerBody* RBRACE SEMI?
   ;
-layerBody : name=IDENT shape activation? layerTail ;
+// The shape is optional here only so that a missing one is reported clearly.
+layerBody : name=IDENT shape? activation? layerTail ;
 layerTail
   : SEMI                                                   // no bundles
   | bundle                                                 // short form
@@ -42,14 +43,16 @@ layerTail
 layerItem : layerAttr | bundle ;
 layerAttr : name=IDENT ASSIGN expr SEMI ;                   // `Biases = C;`
 
-shape : AUTO | LBRACK expr (COMMA expr)* RBRACK ;
+// An identifier in the place of a shape (e.g. `Auto`) is reported by the front end.
+shape : AUTO | IDENT | LBRACK expr (COMMA expr)* RBRACK ;
 
 activation
   : fn=(SIGMOID | LINEAR | SOFTMAX | RLINEAR | SQUARE | SQRT | SRLINEAR
        | ABS | TANH | BRLINEAR | IDENT)
   ;
 
-bundle : FROM source=IDENT bundleKind ;
+// An identifier in the place of `from` (e.g. `From`) is a misspelled keyword.
+bundle : kw=(FROM | IDENT) source=IDENT bundleKind ;
 bundleKind
   : ALL (SEMI | attrBlock)                                 # allBundle
   | WHERE lambda (SEMI | attrBlock)                        # whereBundle
@@ -57,7 +60,7 @@ bundleKind
   | MAX POOL attrBlock                                     # maxPoolBundle
   | MEAN POOL attrBlock                                    # meanPoolBundle
   | RESPONSE NORM attrBlock                                # responseNormBundle
-  | kind=IDENT (SEMI | attrBlock)                          # unknownBundle
+  | kind=IDENT lambda? (SEMI | attrBlock)                  # unknownBundle
   ;
 attrBlock : LBRACE attr* RBRACE SEMI? ;
 attr : name=IDENT ASSIGN expr SEMI ;
@@ -86,7 +89,8 @@ primary
   : INT                                                    # intLiteral
   | REAL                                                   # realLiteral
   | value=(TRUE | FALSE)                                   # boolLiteral
-  | callee=(IDENT | ABS | MAX) LPAREN (expr (COMMA expr)*)? RPAREN   # callExpr
+  | callee=(IDENT | ABS | MAX | SIGMOID | LINEAR | SOFTMAX | RLINEAR | SQUARE | SQRT
+            | SRLINEAR | TANH | BRLINEAR) LPAREN (expr (COMMA expr)*)? RPAREN   # callExpr
   | name=IDENT LBRACK index=expr RBRACK                    # indexExpr
   | name=IDENT                                             # nameExpr
   | LPAREN expr RPAREN                                     # parenExpr

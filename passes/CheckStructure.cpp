@@ -75,7 +75,10 @@ void checkCycles(ir::Network &net, DiagnosticEngine &diags) {
   for (size_t i = 0; i < n; ++i)
     for (size_t b = 0; b < net.layers[i].bundles.size(); ++b) {
       int src = net.layers[i].bundles[b].source;
-      if (src >= 0 && src != static_cast<int>(i))
+      // A bundle from the output is already an error (NS0308); it closes no
+      // cycle worth a second report.
+      if (src >= 0 && src != static_cast<int>(i) &&
+          net.layers[static_cast<size_t>(src)].kind != ir::LayerKind::Output)
         consumers[static_cast<size_t>(src)].push_back({static_cast<int>(i), static_cast<int>(b)});
     }
   enum class Mark { White, Grey, Black };
@@ -168,7 +171,7 @@ void computeDepths(ir::Network &net, DiagnosticEngine &diags) {
   for (size_t i = 0; i < n; ++i) {
     ir::Layer &layer = net.layers[i];
     layer.depth = depth[i];
-    if (depth[i] < 0 && layer.kind == ir::LayerKind::Hidden)
+    if (depth[i] < 0 && layer.kind == ir::LayerKind::Hidden && layer.valid)
       diags.report(DiagId::UnusedLayer, layer.nameRange, layer.name);
   }
 }

@@ -38,8 +38,6 @@ public:
     std::vector<bool> padding = bools(ir::Attr::Padding, arity, false, ok);
     std::vector<bool> sharing = bools(ir::Attr::Sharing, arity, true, ok);
     std::vector<int64_t> maps = mapCounts(arity, ok);
-    ok = checkPositive(ir::Attr::KernelShape, kernel) && ok;
-    ok = checkPositive(ir::Attr::Stride, stride) && ok;
     for (ir::Attr pad : {ir::Attr::LowerPad, ir::Attr::UpperPad})
       if (b_.has(pad) && b_.has(ir::Attr::Padding)) {
         Diagnostic &d = diags_.report(DiagId::PaddingConflict, b_.rangeOf(pad), ir::attrName(pad));
@@ -174,6 +172,8 @@ private:
       ok = false;
       return std::vector<int64_t>(arity, fallback);
     }
+    if ((a == ir::Attr::KernelShape || a == ir::Attr::Stride) && !checkPositive(a, it->second))
+      ok = false;
     return it->second;
   }
 

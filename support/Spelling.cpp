@@ -10,24 +10,28 @@ size_t editDistance(std::string_view a, std::string_view b, size_t limit) {
   size_t lengthGap = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
   if (lengthGap > limit)
     return limit + 1;
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
+  // Optimal string alignment: insertions, deletions, substitutions and
+  // transpositions of adjacent letters ("tahn" -> "tanh") each cost 1.
+  const size_t width = b.size() + 1;
+  std::vector<size_t> previous2(width), previous(width), current(width);
+  for (size_t j = 0; j < width; ++j)
+    previous[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    size_t rowMin = row[0];
+    current[0] = i;
+    size_t rowMin = current[0];
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = above;
-      rowMin = std::min(rowMin, row[j]);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        current[j] = std::min(current[j], previous2[j - 2] + 1);
+      rowMin = std::min(rowMin, current[j]);
     }
     if (rowMin > limit)
       return limit + 1;
+    previous2.swap(previous);
+    previous.swap(current);
   }
-  return row[b.size()];
+  return previous[b.size()];
 }
 
 static bool equalsIgnoringCase(std::string_view a, std::string_view b) {

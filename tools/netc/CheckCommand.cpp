@@ -28,8 +28,20 @@ int runCheck(const CheckArgs &args) {
     std::string error;
     auto text = readFile(path, error);
     if (!text) {
-      std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", path.c_str(), error.c_str());
       status = kUsageError;
+      if (args.format == "json" && !args.verify) {
+        all.push_back(
+            {{"severity", "error"},
+             {"code", std::string(diagInfo(DiagId::CannotReadFile).code)},
+             {"message", unreadableMessage(path, error)},
+             {"file", path},
+             {"range", {{"start", {{"line", 1}, {"column", 1}}}, {"end", {{"line", 1}, {"column", 1}}}}},
+             {"notes", nlohmann::json::array()},
+             {"fixits", nlohmann::json::array()}});
+      } else {
+        std::fprintf(stderr, "%s: error: %s [%s]\n", path.c_str(), unreadableMessage(path, error).c_str(),
+                     std::string(diagInfo(DiagId::CannotReadFile).code).c_str());
+      }
       continue;
     }
     auto c = compileSource(SourceFile(path, std::move(*text)), args.compile.options());
@@ -37,7 +49,7 @@ int runCheck(const CheckArgs &args) {
       std::vector<std::string> problems = verifyDiagnostics(c->file, c->diags.sorted());
       for (const std::string &p : problems)
         std::fprintf(stderr, "%s: verify: %s\n", path.c_str(), p.c_str());
-      if (!problems.empty() && status == kSuccess)
+      if (!problems.empty() && status != kUsageError)
         status = kInputError;
       continue;
     }
@@ -47,7 +59,7 @@ int runCheck(const CheckArgs &args) {
     } else {
       printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
     }
-    if (c->diags.hasErrors() && status == kSuccess)
+    if (c->diags.hasErrors() && status != kUsageError)
       status = kInputError;
   }
   if (args.format == "json" && !args.verify)

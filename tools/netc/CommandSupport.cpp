@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace netc::cli {
@@ -55,6 +57,11 @@ bool ColourFlag::enabledFor(std::FILE *stream) const {
 }
 
 std::optional<std::string> readFile(const std::string &path, std::string &error) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    error = std::strerror(EISDIR);
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = std::strerror(errno);
@@ -67,6 +74,19 @@ std::optional<std::string> readFile(const std::string &path, std::string &error)
     return std::nullopt;
   }
   return text.str();
+}
+
+std::string unreadableMessage(const std::string &path, const std::string &reason) {
+  return fmt::format(fmt::runtime(std::string(diagInfo(DiagId::CannotReadFile).format)), path, reason);
+}
+
+std::optional<std::string> readFileOrReport(const std::string &path) {
+  std::string error;
+  auto text = readFile(path, error);
+  if (!text)
+    std::fprintf(stderr, "%s: error: %s [%s]\n", path.c_str(), unreadableMessage(path, error).c_str(),
+                 std::string(diagInfo(DiagId::CannotReadFile).code).c_str());
+  return text;
 }
 
 void printDiagnostics(std::FILE *out, const Compilation &c, bool colour) {

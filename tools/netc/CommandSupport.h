@@ -38,6 +38,11 @@ struct ColourFlag {
 /// Reads a whole file; an error message instead when it cannot.
 std::optional<std::string> readFile(const std::string &path, std::string &error);
 
+/// Reads a file or prints the NS0001 "cannot read" error for it on stderr.
+std::optional<std::string> readFileOrReport(const std::string &path);
+/// The NS0001 diagnostic for an unreadable file, as text and as JSON.
+std::string unreadableMessage(const std::string &path, const std::string &reason);
+
 /// Prints diagnostics (sorted) as compiler-style text to `out`.
 void printDiagnostics(std::FILE *out, const Compilation &c, bool colour);
 

@@ -19,12 +19,9 @@ struct CompileArgs {
 };
 
 int runCompile(const CompileArgs &args) {
-  std::string error;
-  auto text = readFile(args.file, error);
-  if (!text) {
-    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", args.file.c_str(), error.c_str());
+  auto text = readFileOrReport(args.file);
+  if (!text)
     return kUsageError;
-  }
   if (!args.after.empty()) {
     bool known = args.after == "sema";
     for (const PassInfo &pass : allPasses())

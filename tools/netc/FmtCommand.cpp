@@ -20,12 +20,9 @@ struct FmtArgs {
 };
 
 int runFmt(const FmtArgs &args) {
-  std::string error;
-  auto text = readFile(args.file, error);
-  if (!text) {
-    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", args.file.c_str(), error.c_str());
+  auto text = readFileOrReport(args.file);
+  if (!text)
     return kUsageError;
-  }
   auto c = compileSource(SourceFile(args.file, *text), CompileOptions{}, Stage::Parse);
   if (c->diags.hasErrors()) {
     printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));

@@ -148,12 +148,9 @@ void printDot(const ir::Network &net) {
 }
 
 int runShow(const ShowArgs &args) {
-  std::string error;
-  auto text = readFile(args.file, error);
-  if (!text) {
-    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", args.file.c_str(), error.c_str());
+  auto text = readFileOrReport(args.file);
+  if (!text)
     return kUsageError;
-  }
   auto c = compileSource(SourceFile(args.file, std::move(*text)), args.compile.options());
   printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
   if (c->diags.hasErrors())
