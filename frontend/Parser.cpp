@@ -5,6 +5,9 @@
 // to full LL only when SLL fails, which keeps large files fast.
 #include "frontend/Parser.h"
 
+#include "frontend/Lexer.h"
+#include "frontend/TokenArrayStream.h"
+
 #include "NetSharpLexer.h"
 #include "NetSharpParser.h"
 #include "antlr4-runtime.h"
@@ -21,76 +24,6 @@ using P = NetSharpParser;
 
 namespace {
 
-/// Replaces bytes that are not valid UTF-8 with 0x1A (one byte for one, so
-/// byte offsets are unchanged) and records where they were.
-std::string sanitizeUtf8(const std::string &text, std::vector<uint32_t> &invalidOffsets) {
-  std::string out = text;
-  size_t i = 0;
-  auto bad = [&](size_t at) {
-    invalidOffsets.push_back(static_cast<uint32_t>(at));
-    out[at] = '\x1a';
-  };
-  while (i < text.size()) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-    if (c >= 0xF5)
-      length = 0;
-    bool ok = length > 0 && i + length <= text.size();
-    for (size_t k = 1; ok && k < length; ++k)
-      ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-    if (ok && length == 3) {
-      auto c1 = static_cast<unsigned char>(text[i + 1]);
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0); // overlong, surrogate
-    }
-    if (ok && length == 4) {
-      auto c1 = static_cast<unsigned char>(text[i + 1]);
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90); // overlong, > U+10FFFF
-    }
-    if (!ok) {
-      bad(i);
-      ++i;
-      continue;
-    }
-    i += length;
-  }
-  return out;
-}
-
-/// Maps ANTLR's code-point indices back to byte offsets.
-class OffsetMap {
-public:
-  explicit OffsetMap(const std::string &text) {
-    bool ascii = true;
-    for (char c : text)
-      if (static_cast<unsigned char>(c) >= 0x80) {
-        ascii = false;
-        break;
-      }
-    size_ = static_cast<uint32_t>(text.size());
-    if (ascii)
-      return;
-    for (uint32_t i = 0; i < text.size(); ++i)
-      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80)
-        byteOfCodePoint_.push_back(i);
-    byteOfCodePoint_.push_back(size_);
-  }
-  uint32_t byteOffset(size_t codePoint) const {
-    if (byteOfCodePoint_.empty())
-      return static_cast<uint32_t>(std::min<size_t>(codePoint, size_));
-    if (codePoint >= byteOfCodePoint_.size())
-      return size_;
-    return byteOfCodePoint_[codePoint];
-  }
-
-private:
-  std::vector<uint32_t> byteOfCodePoint_;
-  uint32_t size_ = 0;
-};
-
 bool validIndex(size_t index) {
   return index != INVALID_INDEX && index < (size_t{1} << 31);
 }
@@ -98,7 +31,7 @@ bool validIndex(size_t index) {
 const char *const kFunctionNames[] = {"sigmoid", "linear",   "softmax", "rlinear", "square",
                                       "sqrt",    "srlinear", "abs",     "tanh",    "brlinear"};
 
-TokenInfo::Category categoryOf(size_t type) {
+TokenInfo::Category categoryOf(uint32_t type) {
   switch (type) {
   case P::SIGMOID:
   case P::LINEAR:
@@ -190,8 +123,7 @@ std::string describeExpected(const antlr4::dfa::Vocabulary &vocabulary,
 /// Turns ANTLR's syntax errors into netc diagnostics.
 class SyntaxErrorListener : public antlr4::BaseErrorListener {
 public:
-  SyntaxErrorListener(DiagnosticEngine &diags, const OffsetMap &offsets, uint32_t fileSize)
-      : diags_(diags), offsets_(offsets), fileSize_(fileSize) {}
+  SyntaxErrorListener(DiagnosticEngine &diags, uint32_t fileSize) : diags_(diags), fileSize_(fileSize) {}
 
   void syntaxError(antlr4::Recognizer *recognizer, Token *offending, size_t, size_t, const std::string &,
                    std::exception_ptr) override {
@@ -232,14 +164,14 @@ public:
   SourceRange rangeOf(Token *token) const {
     if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
       return {fileSize_, fileSize_};
-    uint32_t begin = offsets_.byteOffset(token->getStartIndex());
-    uint32_t end = offsets_.byteOffset(token->getStopIndex() + 1);
+    // Token indices are byte offsets (TokenArrayStream); stop is inclusive.
+    auto begin = static_cast<uint32_t>(std::min<size_t>(token->getStartIndex(), fileSize_));
+    auto end = static_cast<uint32_t>(std::min<size_t>(token->getStopIndex() + 1, fileSize_));
     return {begin, std::max(begin, end)};
   }
 
 private:
   DiagnosticEngine &diags_;
-  const OffsetMap &offsets_;
   uint32_t fileSize_;
   std::set<uint32_t> reported_;
 };
@@ -265,8 +197,8 @@ public:
           beginErrorCondition(recognizer);
           recognizer->notifyErrorListeners(current, "misspelled keyword", nullptr);
         }
-        if (auto *writable = dynamic_cast<antlr4::WritableToken *>(current))
-          writable->setType(type);
+        if (auto *token = dynamic_cast<ArrayToken *>(current))
+          token->setType(type);
         reportMatch(recognizer);
         recognizer->consume();
         return current;
@@ -292,34 +224,36 @@ protected:
 /// error recovery, so every step checks.
 class AstBuilder {
 public:
-  AstBuilder(DiagnosticEngine &diags, const OffsetMap &offsets, uint32_t fileSize)
-      : diags_(diags), offsets_(offsets), fileSize_(fileSize) {}
+  AstBuilder(DiagnosticEngine &diags, uint32_t fileSize) : diags_(diags), fileSize_(fileSize) {}
 
   ast::Program build(P::ProgramContext *program) {
     ast::Program out;
-    if (!program)
-      return out;
-    for (P::StatementContext *statement : program->statement()) {
-      if (!statement)
-        continue;
-      if (auto *c = statement->constDecl())
-        out.statements.emplace_back(buildConst(c));
-      else if (auto *s = statement->shareDecl())
-        out.statements.emplace_back(buildShare(s));
-      else if (auto *l = statement->layerDecl())
-        out.statements.emplace_back(buildLayerGroup(l));
-      else if (statement->SEMI())
-        out.statements.emplace_back(ast::StraySemicolon{rangeOf(statement)});
-    }
+    if (program)
+      for (P::StatementContext *statement : program->statement())
+        addStatement(statement, out);
     return out;
+  }
+
+  void addStatement(P::StatementContext *statement, ast::Program &out) {
+    if (!statement)
+      return;
+    if (auto *c = statement->constDecl())
+      out.statements.emplace_back(buildConst(c));
+    else if (auto *s = statement->shareDecl())
+      out.statements.emplace_back(buildShare(s));
+    else if (auto *l = statement->layerDecl())
+      out.statements.emplace_back(buildLayerGroup(l));
+    else if (statement->SEMI())
+      out.statements.emplace_back(ast::StraySemicolon{rangeOf(statement)});
   }
 
 private:
   SourceRange rangeOf(Token *token) const {
     if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
       return {fileSize_, fileSize_};
-    uint32_t begin = offsets_.byteOffset(token->getStartIndex());
-    uint32_t end = offsets_.byteOffset(token->getStopIndex() + 1);
+    // Token indices are byte offsets (TokenArrayStream); stop is inclusive.
+    auto begin = static_cast<uint32_t>(std::min<size_t>(token->getStartIndex(), fileSize_));
+    auto end = static_cast<uint32_t>(std::min<size_t>(token->getStopIndex() + 1, fileSize_));
     return {begin, std::max(begin, end)};
   }
   SourceRange rangeOf(antlr4::ParserRuleContext *ctx) const {
@@ -704,60 +638,39 @@ private:
   }
 
   DiagnosticEngine &diags_;
-  const OffsetMap &offsets_;
   uint32_t fileSize_;
 };
 
-/// Lexes the file, reporting stray characters, invalid UTF-8 and unterminated
-/// comments, and returns the token infos plus the ANTLR token stream pieces.
-struct LexState {
-  std::string sanitized;
-  std::vector<uint32_t> invalidUtf8;
-  std::unique_ptr<antlr4::ANTLRInputStream> input;
-  std::unique_ptr<NetSharpLexer> lexer;
-  std::unique_ptr<antlr4::CommonTokenStream> tokens;
-  std::unique_ptr<OffsetMap> offsets;
-};
-
-void lexInto(const SourceFile &file, LexState &state, DiagnosticEngine &diags, std::vector<TokenInfo> &out) {
-  state.sanitized = sanitizeUtf8(file.text(), state.invalidUtf8);
-  state.offsets = std::make_unique<OffsetMap>(state.sanitized);
-  state.input = std::make_unique<antlr4::ANTLRInputStream>(state.sanitized);
-  state.lexer = std::make_unique<NetSharpLexer>(state.input.get());
-  state.lexer->removeErrorListeners();
-  state.tokens = std::make_unique<antlr4::CommonTokenStream>(state.lexer.get());
-  state.tokens->fill();
-  const auto &vocabulary = state.lexer->getVocabulary();
-  std::set<uint32_t> invalid(state.invalidUtf8.begin(), state.invalidUtf8.end());
-  for (Token *token : state.tokens->getTokens()) {
-    size_t type = token->getType();
-    if (type == Token::EOF || type == P::WS)
-      continue;
-    SourceRange range{state.offsets->byteOffset(token->getStartIndex()),
-                      state.offsets->byteOffset(token->getStopIndex() + 1)};
-    if (type == P::ERROR_CHAR) {
-      if (invalid.count(range.begin)) {
-        auto byte = static_cast<unsigned char>(file.text()[range.begin]);
-        diags.report(DiagId::UnexpectedCharacter, range, fmt::format("\\x{:02X}", byte)).message +=
+/// Converts lexed tokens to TokenInfos and reports stray characters (with
+/// invalid UTF-8 named as such) and unterminated comments.
+std::vector<TokenInfo> describeTokens(const SourceFile &file, const std::vector<LexedToken> &tokens,
+                                      DiagnosticEngine &diags) {
+  std::vector<TokenInfo> out;
+  out.reserve(tokens.size());
+  for (const LexedToken &token : tokens) {
+    SourceRange range{token.begin, token.end};
+    if (isErrorToken(token.type)) {
+      std::string shown(file.slice(range));
+      auto first = static_cast<unsigned char>(shown[0]);
+      if (first >= 0x80 && shown.size() == 1) {
+        diags.report(DiagId::UnexpectedCharacter, range, fmt::format("\\x{:02X}", first)).message +=
             " (not valid UTF-8)";
       } else {
-        std::string shown = std::string(file.slice(range));
-        if (shown.size() == 1 && !std::isprint(static_cast<unsigned char>(shown[0])))
-          shown = fmt::format("\\x{:02X}", static_cast<unsigned char>(shown[0]));
+        if (shown.size() == 1 && !std::isprint(first))
+          shown = fmt::format("\\x{:02X}", first);
         diags.report(DiagId::UnexpectedCharacter, range, shown);
       }
-    } else if (type == P::UNTERMINATED_COMMENT) {
+    } else if (isUnterminatedCommentToken(token.type)) {
       diags.report(DiagId::UnterminatedComment, {range.begin, range.begin + 2});
     }
     TokenInfo info;
-    info.kind = vocabulary.getSymbolicName(type);
-    if (info.kind == "HIDDEN_LAYER")
-      info.kind = "HIDDEN";
-    info.category = categoryOf(type);
+    info.kind = std::string(tokenTypeName(token.type));
+    info.category = categoryOf(token.type);
     info.range = range;
     info.text = std::string(file.slice(range));
     out.push_back(std::move(info));
   }
+  return out;
 }
 
 /// The parser and the AST walkers recurse once per nesting level; a bound on
@@ -765,14 +678,13 @@ void lexInto(const SourceFile &file, LexState &state, DiagnosticEngine &diags, s
 /// counts, per bracket level, the operators since the last separator.
 constexpr size_t kMaxNesting = 1000;
 
-std::optional<SourceRange> findExcessiveNesting(const antlr4::CommonTokenStream &tokens,
-                                                const OffsetMap &offsets) {
+std::optional<SourceRange> findExcessiveNesting(const std::vector<LexedToken> &tokens) {
   std::vector<size_t> opsPerLevel(1, 0);
   size_t total = 1;
-  for (Token *token : const_cast<antlr4::CommonTokenStream &>(tokens).getTokens()) {
-    if (token->getChannel() != Token::DEFAULT_CHANNEL)
+  for (const LexedToken &token : tokens) {
+    if (token.hidden)
       continue;
-    switch (token->getType()) {
+    switch (token.type) {
     case P::LPAREN:
     case P::LBRACK:
       opsPerLevel.push_back(0);
@@ -815,8 +727,7 @@ std::optional<SourceRange> findExcessiveNesting(const antlr4::CommonTokenStream 
     default: break;
     }
     if (total > kMaxNesting)
-      return SourceRange{offsets.byteOffset(token->getStartIndex()),
-                         offsets.byteOffset(token->getStopIndex() + 1)};
+      return SourceRange{token.begin, token.end};
   }
   return std::nullopt;
 }
@@ -829,46 +740,57 @@ const std::vector<std::string_view> &statementKeywords() {
 }
 
 std::vector<TokenInfo> lexTokens(const SourceFile &file, DiagnosticEngine &diags) {
-  LexState state;
-  std::vector<TokenInfo> out;
-  lexInto(file, state, diags, out);
-  return out;
+  return describeTokens(file, lexSource(file.text()), diags);
 }
 
 ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
   ParseResult result;
-  LexState state;
-  lexInto(file, state, diags, result.tokens);
+  std::vector<LexedToken> lexed = lexSource(file.text());
+  result.tokens = describeTokens(file, lexed, diags);
   for (const TokenInfo &token : result.tokens)
     if (token.category == TokenInfo::Category::Comment)
       result.program.comments.push_back({token.range, token.kind != "LINE_COMMENT"});
-
-  if (auto deep = findExcessiveNesting(*state.tokens, *state.offsets)) {
+  if (auto deep = findExcessiveNesting(lexed)) {
     diags.report(DiagId::NestingTooDeep, *deep, kMaxNesting);
     return result;
   }
 
-  NetSharpParser parser(state.tokens.get());
+  TokenArrayStream tokens(file.text(), lexed, file.name());
+  NetSharpParser parser(&tokens);
   parser.removeErrorListeners();
-  // Stage 1: fast SLL prediction, bailing out at the first error.
+
+  // Stage 1: fast SLL prediction, one statement at a time, bailing out at the
+  // first syntax error. Each statement's parse tree is turned into AST and
+  // freed before the next, so memory stays small on huge files.
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::SLL);
   parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
-  P::ProgramContext *tree = nullptr;
+  std::vector<ast::Comment> comments = std::move(result.program.comments);
+  DiagnosticEngine stageDiags; // kept only if the fast stage succeeds
+  AstBuilder fastBuilder(stageDiags, file.size());
+  bool parsed = true;
   try {
-    tree = parser.program();
+    while (tokens.LA(1) != Token::EOF) {
+      fastBuilder.addStatement(parser.statement(), result.program);
+      parser.getTreeTracker().reset();
+    }
   } catch (const antlr4::ParseCancellationException &) {
-    tree = nullptr;
+    parsed = false;
   }
-  SyntaxErrorListener listener(diags, *state.offsets, file.size());
-  if (!tree) {
-    // Stage 2: full LL with error recovery and reporting.
-    state.tokens->seek(0);
+  parser.getTreeTracker().reset();
+  if (parsed) {
+    diags.absorb(std::move(stageDiags));
+  } else {
+    // Stage 2: the whole file again with full LL, error recovery and reporting.
+    result.program = ast::Program{};
+    tokens.seek(0);
     parser.reset();
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::LL);
     parser.setErrorHandler(std::make_shared<NetSharpErrorStrategy>());
+    SyntaxErrorListener listener(diags, file.size());
     parser.addErrorListener(&listener);
+    P::ProgramContext *tree = nullptr;
     try {
       tree = parser.program();
     } catch (const std::exception &e) {
@@ -876,14 +798,11 @@ ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
                    std::string("the parser gave up: ") + e.what());
       tree = nullptr;
     }
+    AstBuilder builder(diags, file.size());
+    result.program = builder.build(tree);
+    parser.removeErrorListeners();
   }
-  AstBuilder builder(diags, *state.offsets, file.size());
-  result.program = [&] {
-    ast::Program program = builder.build(tree);
-    program.comments = std::move(result.program.comments);
-    return program;
-  }();
-  parser.removeErrorListeners();
+  result.program.comments = std::move(comments);
   return result;
 }
 

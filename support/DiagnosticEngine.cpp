@@ -49,6 +49,14 @@ Diagnostic &DiagnosticEngine::add(DiagId id, SourceRange range, std::string mess
   return diagnostics_.back();
 }
 
+void DiagnosticEngine::absorb(DiagnosticEngine &&other) {
+  for (Diagnostic &d : other.diagnostics_)
+    diagnostics_.push_back(std::move(d));
+  errors_ += other.errors_;
+  warnings_ += other.warnings_;
+  other = DiagnosticEngine{};
+}
+
 std::vector<Diagnostic> DiagnosticEngine::sorted() const {
   std::vector<Diagnostic> out = diagnostics_;
   std::stable_sort(out.begin(), out.end(),

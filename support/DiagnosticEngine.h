@@ -20,6 +20,8 @@ public:
   }
 
   Diagnostic &add(DiagId id, SourceRange range, std::string message);
+  /// Moves every diagnostic of `other` into this engine.
+  void absorb(DiagnosticEngine &&other);
 
   const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
   std::vector<Diagnostic> take() { return std::move(diagnostics_); }

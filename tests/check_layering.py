@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""check_layering.py -- enforces the include rules of DESIGN.md §2-§3:
+the compiler side (support, frontend, ir, passes, lsp, grammar) never
+includes runtime headers; only frontend/Parser.cpp sees ANTLR; support and
+ir do not include the front end or passes; the public headers in
+include/netc include nothing of netc's internals. Exits 1 listing offenders.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[1])
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+# folder -> include prefixes it must not use
+FORBIDDEN = {
+    "support": ["frontend/", "ir/", "passes/", "api/", "runtime/", "lsp/", "antlr4", "Net"],
+    "ir": ["frontend/", "passes/", "api/", "runtime/", "lsp/", "antlr4", "Net"],
+    "frontend": ["passes/", "api/", "runtime/", "lsp/"],
+    "passes": ["frontend/", "api/", "runtime/", "lsp/", "antlr4", "Net"],
+    "lsp": ["runtime/"],
+    "include/netc": ["support/", "frontend/", "ir/", "passes/", "api/", "runtime/", "lsp/", "antlr4"],
+}
+# The files that drive the generated parser and lexer (see frontend/Lexer.h).
+ANTLR_ALLOWED = {"frontend/Parser.cpp", "frontend/Lexer.cpp", "frontend/ReferenceLexer.cpp",
+                 "frontend/TokenArrayStream.h", "frontend/TokenArrayStream.cpp"}
+
+problems = []
+for folder, banned in FORBIDDEN.items():
+    base = ROOT / folder
+    if not base.is_dir():
+        continue
+    for path in sorted(base.rglob("*")):
+        if path.suffix not in {".h", ".hpp", ".cpp", ".cc", ".def"}:
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        for header in INCLUDE.findall(path.read_text(errors="replace")):
+            for prefix in banned:
+                if header.startswith(prefix) and not (rel in ANTLR_ALLOWED and prefix in ("antlr4", "Net")):
+                    problems.append(f"{rel}: includes <{header}> ({folder}/ must not include {prefix}...)")
+for path in sorted((ROOT / "frontend").glob("*")):
+    rel = path.relative_to(ROOT).as_posix()
+    if rel not in ANTLR_ALLOWED and path.suffix in {".h", ".cpp"}:
+        for header in INCLUDE.findall(path.read_text()):
+            if header.startswith(("antlr4", "NetSharp")):
+                problems.append(f"{rel}: includes <{header}> (only the parser driver files may see ANTLR)")
+
+if problems:
+    print("\n".join(problems))
+    sys.exit(1)
+print("layering: ok")
