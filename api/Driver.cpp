@@ -18,6 +18,7 @@ std::string networkNameFor(std::string_view path) {
 std::unique_ptr<Compilation> compileSource(SourceFile source, const CompileOptions &options, Stage stage,
                                            std::string_view stopAfterPass) {
   auto c = std::make_unique<Compilation>(std::move(source));
+  c->diags.setErrorLimit(options.maxErrors);
   c->parse = parseProgram(c->file, c->diags);
   if (stage == Stage::Parse)
     return c;

@@ -154,8 +154,10 @@ Value ConstEvaluator::evalCall(const ast::Expr &e) {
   size_t arity = e.text == "abs" ? 1 : (e.text == "min" || e.text == "max") ? 2 : 0;
   if (arity == 0) {
     Diagnostic &d = diags_.report(DiagId::UnknownCallee, e.nameRange, e.text);
-    if (auto match = closestMatch(e.text, {"abs", "min", "max"}))
+    if (auto match = closestMatch(e.text, {"abs", "min", "max"})) {
+      d.message += fmt::format("; did you mean '{}'?", *match);
       withFixIt(d, e.nameRange, *match);
+    }
     return Value::error(e.range);
   }
   std::vector<Value> args;
@@ -256,10 +258,7 @@ Value applyBinary(ast::Op op, const Value &lhs, const Value &rhs, SourceRange ra
                   DiagnosticEngine &diags) {
   auto type = binaryResultType(op, lhs.type, rhs.type);
   if (!type) {
-    std::string operands =
-        lhs.type == rhs.type
-            ? "two values of type " + describeType(lhs.type).substr(describeType(lhs.type).find(' ') + 1)
-            : describeType(lhs.type) + " and " + describeType(rhs.type);
+    std::string operands = describeOperands(lhs.type, rhs.type);
     diags.report(DiagId::InvalidOperands, range, ast::opSpelling(op), operands);
     return Value::error(range);
   }

@@ -134,6 +134,14 @@ public:
     // One error per position: ANTLR may report the same spot twice while recovering.
     if (!reported_.insert(range.begin).second)
       return;
+    // One syntax error per statement: what follows the first in the same
+    // statement is most often a consequence of ANTLR's repair (a
+    // recognised misspelling is repaired exactly and does not count).
+    size_t index = offending ? offending->getTokenIndex() : INVALID_INDEX;
+    if (validIndex(index) && lastErrorToken_ && validIndex(*lastErrorToken_) && index > *lastErrorToken_ &&
+        !statementEndsBetween(parser, *lastErrorToken_, index))
+      return;
+    lastErrorToken_ = validIndex(index) ? std::optional<size_t>(index) : std::nullopt;
     antlr4::misc::IntervalSet expected;
     try {
       expected = parser->getExpectedTokens();
@@ -154,11 +162,33 @@ public:
       if (auto match = closestMatch(offending->getText(), candidates)) {
         Diagnostic &d = diags_.report(DiagId::MisspelledKeyword, range, offending->getText(), *match);
         withFixIt(d, range, *match);
+        lastErrorToken_.reset();
+        return;
+      }
+    }
+    // A keyword where a name belongs (`hidden max [5]`, `const all = 3`).
+    if (offending && offending->getType() >= P::CONST && offending->getType() <= P::BRLINEAR &&
+        validIndex(index) && index > 0) {
+      size_t previous = parser->getTokenStream()->get(index - 1)->getType();
+      if (previous == P::CONST || previous == P::INPUT || previous == P::HIDDEN_LAYER ||
+          previous == P::OUTPUT || previous == P::FROM) {
+        diags_.report(DiagId::SyntaxError, range,
+                      "expected a name, found " + found + ", which is a keyword and cannot name anything");
         return;
       }
     }
     diags_.report(DiagId::SyntaxError, range,
                   "expected " + describeExpected(vocabulary, expected) + ", found " + found);
+  }
+
+  static bool statementEndsBetween(antlr4::Parser *parser, size_t from, size_t to) {
+    antlr4::TokenStream *tokens = parser->getTokenStream();
+    for (size_t i = from; i < to; ++i) {
+      size_t type = tokens->get(i)->getType();
+      if (type == P::SEMI || type == P::RBRACE)
+        return true;
+    }
+    return false;
   }
 
   SourceRange rangeOf(Token *token) const {
@@ -174,6 +204,7 @@ private:
   DiagnosticEngine &diags_;
   uint32_t fileSize_;
   std::set<uint32_t> reported_;
+  std::optional<size_t> lastErrorToken_; // token index of the last unrepaired syntax error
 };
 
 /// ANTLR's recovery, tuned for Net#: an identifier where a keyword was
@@ -325,7 +356,20 @@ private:
     group.range = rangeOf(ctx);
     group.keyword = ident(ctx->kw);
     group.grouped = ctx->LBRACE() != nullptr;
-    if (ctx->kw && ctx->kw->getType() == P::IDENT) {
+    if (P::BareLayerContext *bare = ctx->bareLayer()) {
+      // `H2 [5] from X all;`: a layer without its keyword.
+      if (real(bare->name)) {
+        diags_.report(DiagId::UnknownStatement, rangeOf(bare->name), bare->name->getText(),
+                      "'input', 'hidden' or 'output' before the layer's name");
+        group.kind = ast::LayerKind::Hidden;
+        group.keyword.text = ast::layerKindName(group.kind);
+        group.layers.push_back(buildLayer(bare, group.kind));
+      }
+      return group;
+    }
+    if (!ctx->kw) {
+      return group;
+    } else if (ctx->kw->getType() == P::IDENT) {
       std::string text = ctx->kw->getText();
       auto match = closestMatch(text, {"input", "hidden", "output"});
       reportKeyword(ctx->kw, {"input", "hidden", "output"}, "'input', 'hidden' or 'output'");
@@ -343,7 +387,7 @@ private:
     return group;
   }
 
-  ast::LayerDecl buildLayer(P::LayerBodyContext *ctx, ast::LayerKind kind) {
+  template <typename Context> ast::LayerDecl buildLayer(Context *ctx, ast::LayerKind kind) {
     ast::LayerDecl layer;
     layer.kind = kind;
     layer.range = rangeOf(ctx);
@@ -463,12 +507,20 @@ private:
       block = k->attrBlock();
       (void)k->lambda(); // a lambda after a misspelled `where` is parsed and ignored
       if (real(k->kind)) {
+        // `MAX pool`, `Response norm`: judge the two words together.
         std::string text = k->kind->getText();
+        SourceRange words = rangeOf(k->kind);
+        if (real(k->second)) {
+          text += " " + k->second->getText();
+          words = SourceRange::cover(words, rangeOf(k->second));
+        }
         static const std::vector<std::string_view> kinds = {"all",      "where",     "convolve",
                                                             "max pool", "mean pool", "response norm"};
-        Diagnostic &d = diags_.report(DiagId::UnknownBundleKind, rangeOf(k->kind), text);
-        if (auto match = closestMatch(text, kinds))
-          withFixIt(d, rangeOf(k->kind), *match);
+        Diagnostic &d = diags_.report(DiagId::UnknownBundleKind, rangeOf(k->kind), k->kind->getText());
+        if (auto match = closestMatch(text, kinds)) {
+          d.message += fmt::format("; did you mean '{}'?", *match);
+          withFixIt(d, words, *match);
+        }
       }
     }
     if (block) {
@@ -545,6 +597,9 @@ private:
   ast::ExprPtr buildExpr(P::ExprContext *ctx) {
     if (!ctx)
       return errorExpr(nullptr);
+    // Most expressions are atoms: test for them first (dynamic_cast is not free).
+    if (auto *p = dynamic_cast<P::PrimaryExprContext *>(ctx))
+      return buildPrimary(p->primary());
     if (auto *b = dynamic_cast<P::BinaryExprContext *>(ctx)) {
       if (!b->op || !b->lhs || !b->rhs)
         return errorExpr(ctx);
@@ -568,8 +623,6 @@ private:
       e->operands.push_back(buildExpr(u->operand));
       return e;
     }
-    if (auto *p = dynamic_cast<P::PrimaryExprContext *>(ctx))
-      return buildPrimary(p->primary());
     return errorExpr(ctx);
   }
 
@@ -580,7 +633,7 @@ private:
     e->range = rangeOf(ctx);
     if (auto *i = dynamic_cast<P::IntLiteralContext *>(ctx)) {
       e->kind = ast::ExprKind::Int;
-      e->text = i->getText();
+      e->text = i->INT() ? i->INT()->getSymbol()->getText() : std::string();
       errno = 0;
       char *end = nullptr;
       long long v = std::strtoll(e->text.c_str(), &end, 10);
@@ -591,7 +644,7 @@ private:
       e->intValue = v;
     } else if (auto *r = dynamic_cast<P::RealLiteralContext *>(ctx)) {
       e->kind = ast::ExprKind::Real;
-      e->text = r->getText();
+      e->text = r->REAL() ? r->REAL()->getSymbol()->getText() : std::string();
       errno = 0;
       double v = std::strtod(e->text.c_str(), nullptr);
       if (errno == ERANGE && (v > 1 || v < -1)) {

@@ -219,7 +219,7 @@ private:
       return {-1, ValueType::Error};
     auto result = binaryResultType(e.op, lt, rt);
     if (!result) {
-      std::string operands = describeType(lt) + " and " + describeType(rt);
+      std::string operands = describeOperands(lt, rt);
       diags_.report(DiagId::InvalidOperands, e.range, ast::opSpelling(e.op), operands);
       return {-1, ValueType::Error};
     }
@@ -240,8 +240,10 @@ private:
     size_t arity = e.text == "abs" ? 1 : (e.text == "min" || e.text == "max") ? 2 : 0;
     if (arity == 0) {
       Diagnostic &d = diags_.report(DiagId::UnknownCallee, e.nameRange, e.text);
-      if (auto match = closestMatch(e.text, {"abs", "min", "max"}))
+      if (auto match = closestMatch(e.text, {"abs", "min", "max"})) {
+        d.message += fmt::format("; did you mean '{}'?", *match);
         withFixIt(d, e.nameRange, *match);
+      }
       return {-1, ValueType::Error};
     }
     if (e.operands.size() != arity) {

@@ -223,10 +223,12 @@ private:
       const ast::Attribute &attr = decl.layerAttributes[attrIndex++];
       if (attr.name.text != "Biases") {
         Diagnostic &d = diags_.report(DiagId::UnknownLayerAttribute, attr.name.range, attr.name.text);
-        if (auto match = closestMatch(attr.name.text, {"Biases"}))
+        if (auto match = closestMatch(attr.name.text, {"Biases"})) {
+          d.message += fmt::format("; did you mean '{}'?", *match);
           withFixIt(d, attr.name.range, *match);
-        else
+        } else {
           continue;
+        }
         // Misspelled `Biases`: recover as if it were written right.
       }
       if (layer.biases) {
@@ -298,6 +300,7 @@ private:
     const ir::AttrMask allowed = ir::bundleAllowedAttrs(bundle.kind);
     for (const ast::Attribute &attr : decl.attributes) {
       auto which = findAttr(attr.name.text);
+      bool recovered = false;
       if (!which) {
         std::vector<std::string_view> names;
         for (ir::Attr a : ir::allAttrs())
@@ -315,14 +318,18 @@ private:
         d.message += fmt::format("; did you mean '{}'?", *match);
         withFixIt(d, attr.name.range, *match);
         which = findAttr(*match); // recover with the suggestion
+        recovered = true;
       }
       ir::Attr a = *which;
       if (!(allowed & ir::attrBit(a))) {
-        diags_.report(DiagId::AttributeNotAllowed, attr.name.range, ir::attrName(a),
-                      ir::bundleKindName(bundle.kind));
+        if (!recovered)
+          diags_.report(DiagId::AttributeNotAllowed, attr.name.range, ir::attrName(a),
+                        ir::bundleKindWithArticle(bundle.kind));
         continue;
       }
       if (bundle.has(a)) {
+        if (recovered)
+          continue; // `KernelShap` after `KernelShape`: the misspelling was the one mistake
         Diagnostic &d = diags_.report(DiagId::DuplicateAttribute, attr.name.range, ir::attrName(a));
         withNote(d, bundle.rangeOf(a), "first given here");
         continue;
@@ -334,7 +341,7 @@ private:
     const ir::AttrMask required = ir::bundleRequiredAttrs(bundle.kind);
     for (ir::Attr a : ir::allAttrs())
       if ((required & ir::attrBit(a)) && !bundle.has(a)) {
-        diags_.report(DiagId::MissingAttribute, decl.kindRange, ir::bundleKindName(bundle.kind),
+        diags_.report(DiagId::MissingAttribute, decl.kindRange, ir::bundleKindWithArticle(bundle.kind),
                       ir::attrName(a));
         bundle.valid = false;
       }

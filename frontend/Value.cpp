@@ -39,6 +39,19 @@ std::string describeType(ValueType type) {
   return "a value";
 }
 
+std::string describeOperands(ValueType lhs, ValueType rhs) {
+  if (lhs != rhs)
+    return describeType(lhs) + " and " + describeType(rhs);
+  switch (lhs) {
+  case ValueType::Int: return "two integers";
+  case ValueType::Real: return "two reals";
+  case ValueType::Bool: return "two booleans";
+  case ValueType::Tuple: return "two tuples";
+  case ValueType::Error: break;
+  }
+  return "two invalid values";
+}
+
 static bool isNumber(ValueType t) {
   return t == ValueType::Int || t == ValueType::Real;
 }

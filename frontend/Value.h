@@ -35,6 +35,8 @@ struct Value {
 
 /// "an integer", "a real", "a boolean", "a tuple".
 std::string describeType(ValueType type);
+/// The operands of a binary operator for messages: "two integers", "a real and a boolean".
+std::string describeOperands(ValueType lhs, ValueType rhs);
 
 /// The result type of a unary or binary operator on the given operand types,
 /// or nothing when the operator does not apply (D2).

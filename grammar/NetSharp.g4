@@ -32,9 +32,13 @@ constItem : name=IDENT ASSIGN expr ;
 layerDecl
   : kw=(INPUT | HIDDEN_LAYER | OUTPUT | IDENT) layerBody
   | kw=(INPUT | HIDDEN_LAYER | OUTPUT | IDENT) LBRACE layerBody* RBRACE SEMI?
+  | bareLayer                                              // the keyword is missing
   ;
 // The shape is optional here only so that a missing one is reported clearly.
 layerBody : name=IDENT shape? activation? layerTail ;
+// A layer without its keyword; the shape is required so that stray words
+// left by error recovery are not taken for layers.
+bareLayer : name=IDENT shape activation? layerTail ;
 layerTail
   : SEMI                                                   // no bundles
   | bundle                                                 // short form
@@ -60,7 +64,7 @@ bundleKind
   | MAX POOL attrBlock                                     # maxPoolBundle
   | MEAN POOL attrBlock                                    # meanPoolBundle
   | RESPONSE NORM attrBlock                                # responseNormBundle
-  | kind=IDENT lambda? (SEMI | attrBlock)                  # unknownBundle
+  | kind=IDENT second=(POOL | NORM | IDENT)? lambda? (SEMI | attrBlock)  # unknownBundle
   ;
 attrBlock : LBRACE attr* RBRACE SEMI? ;
 attr : name=IDENT ASSIGN expr SEMI ;

@@ -59,6 +59,11 @@ std::string_view taskName(Task task) {
 std::string_view bundleKindName(BundleKind kind) {
   return kBundleKinds[static_cast<int>(kind)].name;
 }
+std::string bundleKindWithArticle(BundleKind kind) {
+  std::string_view name = bundleKindName(kind);
+  bool vowel = !name.empty() && std::string_view("aeiou").find(name[0]) != std::string_view::npos;
+  return std::string(vowel ? "an '" : "a '") + std::string(name) + "'";
+}
 bool bundleIsTrainable(BundleKind kind) {
   return kBundleKinds[static_cast<int>(kind)].trainable;
 }

@@ -48,6 +48,8 @@ using Task = ::netc::Task;
 
 std::string_view layerKindName(LayerKind kind);
 std::string_view bundleKindName(BundleKind kind);
+/// "an 'all'", "a 'convolve'", ... (for messages).
+std::string bundleKindWithArticle(BundleKind kind);
 std::string_view activationName(Activation fn);
 std::string_view attrName(Attr attr);
 std::string_view taskName(Task task);

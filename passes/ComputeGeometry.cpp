@@ -124,8 +124,7 @@ public:
     }
     kernels.multiply(mapProduct.value());
     if (inputNodes.overflow() || outputNodes.overflow() || kernels.overflow() || mapProduct.overflow()) {
-      diags_.report(DiagId::CountTooLarge, b_.kindRange, "the size of this bundle", "more than 2^63",
-                    options_.maxLayerNodes);
+      diags_.report(DiagId::IntegerOverflow, b_.kindRange, "the size of this bundle");
       b_.valid = false;
       return;
     }

@@ -39,6 +39,8 @@ struct CheckedSum {
 
 void countCosts(ir::Network &net, const CompileOptions &options, DiagnosticEngine &diags) {
   CheckedSum totalParams, totalFlops, totalBytes;
+  bool reportedTooLarge = false;
+  const ir::Layer *largest = nullptr;
   for (ir::Layer &layer : net.layers) {
     CheckedSum params, flops;
     for (ir::Bundle &bundle : layer.bundles) {
@@ -85,9 +87,15 @@ void countCosts(ir::Network &net, const CompileOptions &options, DiagnosticEngin
       }
       }
       if (!p || !f) {
-        diags.report(DiagId::CountTooLarge, bundle.kindRange, "the size of this bundle", "more than 2^63",
-                     options.maxParams);
+        diags.report(DiagId::IntegerOverflow, bundle.kindRange, "the size of this bundle");
         bundle.valid = false;
+        continue;
+      }
+      if (*p > options.maxParams) {
+        diags.report(DiagId::CountTooLarge, bundle.kindRange, "the parameter count of this bundle",
+                     std::to_string(*p), options.maxParams);
+        bundle.valid = false;
+        reportedTooLarge = true;
         continue;
       }
       bundle.params = *p;
@@ -113,16 +121,21 @@ void countCosts(ir::Network &net, const CompileOptions &options, DiagnosticEngin
     totalParams.add(params.overflow ? std::nullopt : std::optional<int64_t>(params.value));
     totalFlops.add(layer.flops);
     totalBytes.add(layer.activationBytes);
+    if (!largest || layer.params > largest->params)
+      largest = &layer;
   }
   net.totalParams = totalParams.overflow ? INT64_MAX : totalParams.value;
   net.params = net.totalParams;
   net.flops = totalFlops.overflow ? INT64_MAX : totalFlops.value;
   net.activationBytes = totalBytes.overflow ? INT64_MAX : totalBytes.value;
-  if (totalParams.overflow || net.totalParams > options.maxParams) {
-    SourceRange at = net.output >= 0 ? net.layers[static_cast<size_t>(net.output)].nameRange : SourceRange{};
-    diags.report(DiagId::CountTooLarge, at, "the network's parameter count",
-                 totalParams.overflow ? std::string("more than 2^63") : std::to_string(net.totalParams),
-                 options.maxParams);
+  if (!reportedTooLarge && (totalParams.overflow || net.totalParams > options.maxParams)) {
+    // Located at the layer with the most parameters: the likeliest culprit.
+    SourceRange at = largest ? largest->nameRange : SourceRange{};
+    if (totalParams.overflow)
+      diags.report(DiagId::IntegerOverflow, at, "the network's parameter count");
+    else
+      diags.report(DiagId::CountTooLarge, at, "the network's parameter count",
+                   std::to_string(net.totalParams), options.maxParams);
   }
 }
 

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace netc {
 
 namespace {
@@ -123,6 +125,15 @@ void inferAutoSizes(ir::Network &net, const CompileOptions &options, DiagnosticE
       if (resolvable && remaining <= options.maxLayerNodes) {
         setSize(layer, remaining);
         known += remaining;
+      } else if (options.inputSize && unresolvedInputs.size() == 1 && allKnown) {
+        // The other inputs already take all the features the data has.
+        Diagnostic &d = diags.report(DiagId::FeatureCountMismatch, layer.shapeRange,
+                                     fmt::format("at least {}", known + 1), *options.inputSize);
+        withNote(d, layer.nameRange,
+                 fmt::format("'auto' input '{}' takes what the other inputs leave, and nothing is left",
+                             layer.name));
+        layer.valid = false;
+        allKnown = false;
       } else {
         diags.report(DiagId::AutoInputUnresolved, layer.shapeRange, layer.name);
         layer.valid = false;
@@ -137,10 +148,13 @@ void inferAutoSizes(ir::Network &net, const CompileOptions &options, DiagnosticE
       if (layer.kind == ir::LayerKind::Input) {
         Diagnostic &d =
             diags.report(DiagId::FeatureCountMismatch, layer.shapeRange, known, *options.inputSize);
-        for (const ir::Layer &other : net.layers)
-          if (other.kind == ir::LayerKind::Input)
-            withNote(d, other.shapeRange,
-                     fmt::format("input '{}' takes {} features", other.name, other.nodes));
+        auto inputCount = std::count_if(net.layers.begin(), net.layers.end(),
+                                        [](const ir::Layer &l) { return l.kind == ir::LayerKind::Input; });
+        if (inputCount > 1)
+          for (const ir::Layer &other : net.layers)
+            if (other.kind == ir::LayerKind::Input)
+              withNote(d, other.shapeRange,
+                       fmt::format("input '{}' takes {} features", other.name, other.nodes));
         break;
       }
   }

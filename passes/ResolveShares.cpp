@@ -80,8 +80,8 @@ std::string structureDifference(const ir::Network &net, const ir::ParamRef &a, c
   const ir::Bundle &ba = la.bundles[static_cast<size_t>(a.bundle)];
   const ir::Bundle &bb = lb.bundles[static_cast<size_t>(b.bundle)];
   if (ba.kind != bb.kind)
-    return fmt::format("a '{}' bundle against a '{}' bundle", ir::bundleKindName(ba.kind),
-                       ir::bundleKindName(bb.kind));
+    return fmt::format("{} bundle against {} bundle", ir::bundleKindWithArticle(ba.kind),
+                       ir::bundleKindWithArticle(bb.kind));
   if (ba.kind == ir::BundleKind::All) {
     int64_t sa = net.layers[static_cast<size_t>(ba.source)].nodes,
             sb = net.layers[static_cast<size_t>(bb.source)].nodes;
@@ -114,6 +114,13 @@ void resolveShares(ir::Network &net, const CompileOptions &, DiagnosticEngine &d
       std::vector<ir::ParamRef> refs;
       switch (item.form) {
       case ir::ShareItem::Form::Layer:
+        if (layer.bundles.empty()) {
+          // An input has nothing to share; a layer without bundles was reported already.
+          if (layer.kind == ir::LayerKind::Input)
+            diags.report(DiagId::ShareNothing, item.range, fmt::format("input layer '{}'", layer.name),
+                         "weights or biases");
+          continue;
+        }
         if (layer.bundles.size() != 1) {
           diags.report(DiagId::ShareNeedsSingleBundle, item.range, layer.name, layer.bundles.size());
           continue;

@@ -36,6 +36,14 @@ std::string_view severityName(Severity severity) {
 }
 
 Diagnostic &DiagnosticEngine::add(DiagId id, SourceRange range, std::string message) {
+  if (errorLimit_ > 0 && errors_ >= errorLimit_ && diagInfo(id).severity != Severity::Warning) {
+    dropped_ = Diagnostic{};
+    if (limitReported_ || diagInfo(id).severity != Severity::Error)
+      return dropped_;
+    limitReported_ = true;
+    id = DiagId::TooManyErrors;
+    message = fmt::format(fmt::runtime(diagInfo(id).format), errorLimit_);
+  }
   Diagnostic d;
   d.id = id;
   d.severity = diagInfo(id).severity;

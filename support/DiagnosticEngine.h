@@ -20,6 +20,9 @@ public:
   }
 
   Diagnostic &add(DiagId id, SourceRange range, std::string message);
+  /// After `limit` errors (0: none), further errors are dropped and one
+  /// NS0107 "too many errors" is reported in their place.
+  void setErrorLimit(size_t limit) { errorLimit_ = limit; }
   /// Moves every diagnostic of `other` into this engine.
   void absorb(DiagnosticEngine &&other);
 
@@ -36,6 +39,9 @@ private:
   std::vector<Diagnostic> diagnostics_;
   size_t errors_ = 0;
   size_t warnings_ = 0;
+  size_t errorLimit_ = 0;
+  bool limitReported_ = false;
+  Diagnostic dropped_; // what report() hands back for a dropped diagnostic
 };
 
 /// Convenience for attaching notes and fix-its fluently.

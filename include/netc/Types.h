@@ -32,6 +32,8 @@ struct CompileOptions {
   int64_t maxLayerNodes = int64_t{1} << 31;
   /// Most trainable parameters in the whole network.
   int64_t maxParams = int64_t{1} << 36;
+  /// Stop reporting after this many errors (0: report every error).
+  size_t maxErrors = 0;
 };
 
 } // namespace netc

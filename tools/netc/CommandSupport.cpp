@@ -27,6 +27,8 @@ void CompileFlags::addTo(CLI::App &app) {
                  "Most (source, destination) pairs a 'where' predicate may be tested on")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--error-limit", errorLimit, "Stop after this many errors (0: report every error)")
+      ->capture_default_str();
 }
 
 CompileOptions CompileFlags::options() const {
@@ -35,6 +37,7 @@ CompileOptions CompileFlags::options() const {
   o.hiddenNodes = hiddenNodes;
   o.classCount = classes;
   o.maxFilterPairs = maxFilterPairs;
+  o.maxErrors = errorLimit;
   o.task = task == "multiclass"   ? Task::Multiclass
            : task == "binary"     ? Task::Binary
            : task == "regression" ? Task::Regression

@@ -23,6 +23,7 @@ struct CompileFlags {
   std::string task = "auto";
   std::optional<int64_t> classes;
   int64_t maxFilterPairs = int64_t{1} << 25;
+  size_t errorLimit = 0;
 
   void addTo(CLI::App &app);
   CompileOptions options() const;
