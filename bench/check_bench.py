@@ -36,6 +36,7 @@ Only the Python 3 standard library is used.
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -51,6 +52,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.dont_write_bytecode = True  # keep bench/ free of __pycache__
 sys.path.insert(0, HERE)
 import gen_networks  # noqa: E402  (same folder)
 
@@ -158,6 +160,7 @@ def main(argv=None):
         files += [(i.name, i.path, i.layers, i.bundles) for i in infos]
         cmd = {name: [netc, "check", path] for name, path, _, _ in files}
 
+        load_before = os.getloadavg()
         for _ in range(args.warmup):
             for name, *_ in files:
                 run_once(cmd[name])
@@ -174,6 +177,7 @@ def main(argv=None):
                 cpus[name].append(cpu)
                 rss[name] = max(rss[name], maxrss)
 
+        load_after = os.getloadavg()
         instr = {}
         if args.instructions:
             tool = args.instructions
@@ -225,6 +229,8 @@ def main(argv=None):
             head += f"{'instructions':>16}{'instr/layer':>13}"
         print(f"netc check benchmark: {args.reps} runs per file after {args.warmup} warm-ups")
         print(f"binary: {netc}")
+        print(f"load average (1 min) before/after timing: {load_before[0]:.2f} / {load_after[0]:.2f} "
+              f"on {os.cpu_count()} CPUs")
         print(head)
         print("-" * len(head))
         for r in rows:
@@ -282,8 +288,12 @@ def main(argv=None):
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "command": " ".join([os.path.relpath(sys.argv[0])] + (argv if argv is not None else sys.argv[1:])),
                 "netc": netc,
+                "netc_sha256": hashlib.sha256(open(netc, "rb").read()).hexdigest(),
+                "netc_mtime": datetime.datetime.fromtimestamp(
+                    os.path.getmtime(netc), datetime.timezone.utc).isoformat(timespec="seconds"),
                 "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                            "python": platform.python_version()},
+                            "python": platform.python_version(),
+                            "loadavg_1min_before": load_before[0], "loadavg_1min_after": load_after[0]},
                 "reps": args.reps,
                 "warmup": args.warmup,
                 "instructions_tool": args.instructions if instr else None,
