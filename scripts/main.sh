@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh build
+scripts/build.sh build -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF
 echo
 echo "$ netc check examples/mnist.net"
 build/tools/netc/netc check examples/mnist.net && echo "examples/mnist.net: no problems found"
