@@ -150,26 +150,33 @@ Value ConstEvaluator::evalIndex(const ast::Expr &e) {
   return v;
 }
 
-Value ConstEvaluator::evalCall(const ast::Expr &e) {
+std::optional<size_t> checkCall(const ast::Expr &e, DiagnosticEngine &diags) {
   size_t arity = e.text == "abs" ? 1 : (e.text == "min" || e.text == "max") ? 2 : 0;
   if (arity == 0) {
-    Diagnostic &d = diags_.report(DiagId::UnknownCallee, e.nameRange, e.text);
+    Diagnostic &d = diags.report(DiagId::UnknownCallee, e.nameRange, e.text);
     if (auto match = closestMatch(e.text, {"abs", "min", "max"})) {
       d.message += fmt::format("; did you mean '{}'?", *match);
       withFixIt(d, e.nameRange, *match);
     }
-    return Value::error(e.range);
+    return std::nullopt;
   }
+  if (e.operands.size() != arity) {
+    diags.report(DiagId::WrongArgumentCount, e.range, e.text, arity == 1 ? "1 argument" : "2 arguments",
+                 e.operands.size());
+    return std::nullopt;
+  }
+  return arity;
+}
+
+Value ConstEvaluator::evalCall(const ast::Expr &e) {
+  auto arity = checkCall(e, diags_);
+  if (!arity)
+    return Value::error(e.range);
   std::vector<Value> args;
   bool bad = false;
   for (const ast::ExprPtr &arg : e.operands) {
     args.push_back(evaluate(*arg));
     bad |= args.back().isError();
-  }
-  if (args.size() != arity) {
-    diags_.report(DiagId::WrongArgumentCount, e.range, e.text, arity == 1 ? "1 argument" : "2 arguments",
-                  args.size());
-    return Value::error(e.range);
   }
   if (bad)
     return Value::error(e.range);
@@ -178,7 +185,7 @@ Value ConstEvaluator::evalCall(const ast::Expr &e) {
       diags_.report(DiagId::TypeMismatch, a.range, "a number", describeType(a.type));
       return Value::error(e.range);
     }
-  if (arity == 1) {
+  if (*arity == 1) {
     const Value &x = args[0];
     if (x.type == ValueType::Real)
       return Value::ofReal(std::fabs(x.r), e.range);

@@ -8,6 +8,7 @@
 #include "frontend/Value.h"
 #include "support/DiagnosticEngine.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -59,5 +60,10 @@ private:
 /// reported at `range` (the operator expression).
 Value applyBinary(ast::Op op, const Value &lhs, const Value &rhs, SourceRange range, DiagnosticEngine &diags);
 Value applyUnary(ast::Op op, const Value &operand, SourceRange range, DiagnosticEngine &diags);
+
+/// The number of arguments of a callable function (abs: 1; min, max: 2). For
+/// an unknown name, or a call with the wrong number of arguments, reports
+/// the error and returns nothing.
+std::optional<size_t> checkCall(const ast::Expr &call, DiagnosticEngine &diags);
 
 } // namespace netc

@@ -28,6 +28,17 @@ bool validIndex(size_t index) {
   return index != INVALID_INDEX && index < (size_t{1} << 31);
 }
 
+/// The byte range of a token (indices are byte offsets in TokenArrayStream;
+/// stop is inclusive); tokens ANTLR conjured while recovering have none, and
+/// get the end of the file.
+SourceRange tokenRange(Token *token, uint32_t fileSize) {
+  if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
+    return {fileSize, fileSize};
+  auto begin = static_cast<uint32_t>(std::min<size_t>(token->getStartIndex(), fileSize));
+  auto end = static_cast<uint32_t>(std::min<size_t>(token->getStopIndex() + 1, fileSize));
+  return {begin, std::max(begin, end)};
+}
+
 const char *const kFunctionNames[] = {"sigmoid", "linear",   "softmax", "rlinear", "square",
                                       "sqrt",    "srlinear", "abs",     "tanh",    "brlinear"};
 
@@ -191,14 +202,7 @@ public:
     return false;
   }
 
-  SourceRange rangeOf(Token *token) const {
-    if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
-      return {fileSize_, fileSize_};
-    // Token indices are byte offsets (TokenArrayStream); stop is inclusive.
-    auto begin = static_cast<uint32_t>(std::min<size_t>(token->getStartIndex(), fileSize_));
-    auto end = static_cast<uint32_t>(std::min<size_t>(token->getStopIndex() + 1, fileSize_));
-    return {begin, std::max(begin, end)};
-  }
+  SourceRange rangeOf(Token *token) const { return tokenRange(token, fileSize_); }
 
 private:
   DiagnosticEngine &diags_;
@@ -279,14 +283,7 @@ public:
   }
 
 private:
-  SourceRange rangeOf(Token *token) const {
-    if (!token || token->getType() == Token::EOF || !validIndex(token->getStartIndex()))
-      return {fileSize_, fileSize_};
-    // Token indices are byte offsets (TokenArrayStream); stop is inclusive.
-    auto begin = static_cast<uint32_t>(std::min<size_t>(token->getStartIndex(), fileSize_));
-    auto end = static_cast<uint32_t>(std::min<size_t>(token->getStopIndex() + 1, fileSize_));
-    return {begin, std::max(begin, end)};
-  }
+  SourceRange rangeOf(Token *token) const { return tokenRange(token, fileSize_); }
   SourceRange rangeOf(antlr4::ParserRuleContext *ctx) const {
     if (!ctx)
       return {fileSize_, fileSize_};

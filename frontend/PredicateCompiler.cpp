@@ -237,20 +237,10 @@ private:
   }
 
   Lowered lowerCall(const ast::Expr &e) {
-    size_t arity = e.text == "abs" ? 1 : (e.text == "min" || e.text == "max") ? 2 : 0;
-    if (arity == 0) {
-      Diagnostic &d = diags_.report(DiagId::UnknownCallee, e.nameRange, e.text);
-      if (auto match = closestMatch(e.text, {"abs", "min", "max"})) {
-        d.message += fmt::format("; did you mean '{}'?", *match);
-        withFixIt(d, e.nameRange, *match);
-      }
+    auto checked = checkCall(e, diags_);
+    if (!checked)
       return {-1, ValueType::Error};
-    }
-    if (e.operands.size() != arity) {
-      diags_.report(DiagId::WrongArgumentCount, e.range, e.text, arity == 1 ? "1 argument" : "2 arguments",
-                    e.operands.size());
-      return {-1, ValueType::Error};
-    }
+    const size_t arity = *checked;
     std::vector<Lowered> args;
     for (const ast::ExprPtr &arg : e.operands) {
       args.push_back(lower(*arg));
