@@ -129,7 +129,7 @@ std::string dumpTokens(const std::vector<TokenInfo> &tokens, const SourceFile &f
   std::string out;
   for (const TokenInfo &token : tokens) {
     LineColumn a = file.lineColumn(token.range.begin);
-    std::string text = token.text;
+    std::string text(file.slice(token.range));
     for (char &c : text)
       if (c == '\n' || c == '\r' || c == '\t')
         c = ' ';

@@ -83,7 +83,26 @@ Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
   return result;
 }
 
+/// The deepest evaluation (consts using consts, plus expression nesting):
+/// deep enough for any real network, shallow enough for any stack.
+constexpr size_t kMaxEvaluationDepth = 1500;
+
 Value ConstEvaluator::evaluate(const ast::Expr &e) {
+  if (depth_ >= kMaxEvaluationDepth) {
+    if (!depthReported_) {
+      depthReported_ = true;
+      std::string name = evaluating_.empty() ? std::string("?") : evaluating_.front();
+      diags_.report(DiagId::ConstChainTooDeep, e.range, name, kMaxEvaluationDepth);
+    }
+    return Value::error(e.range);
+  }
+  ++depth_;
+  Value v = evaluateExpr(e);
+  --depth_;
+  return v;
+}
+
+Value ConstEvaluator::evaluateExpr(const ast::Expr &e) {
   switch (e.kind) {
   case ast::ExprKind::Int: return Value::ofInt(e.intValue, e.range);
   case ast::ExprKind::Real: return Value::ofReal(e.realValue, e.range);

@@ -42,6 +42,7 @@ private:
     Value value;
   };
 
+  Value evaluateExpr(const ast::Expr &e);
   Value evalName(const ast::Expr &e);
   Value evalIndex(const ast::Expr &e);
   Value evalCall(const ast::Expr &e);
@@ -53,6 +54,8 @@ private:
   std::unordered_map<std::string, Entry> consts_;
   std::vector<std::string> order_;
   std::vector<std::string> evaluating_; // the chain of consts being evaluated
+  size_t depth_ = 0;                    // evaluate() calls in progress
+  bool depthReported_ = false;
 };
 
 /// Applies a binary operator to two scalar values of the types that

@@ -39,9 +39,6 @@ SourceRange tokenRange(Token *token, uint32_t fileSize) {
   return {begin, std::max(begin, end)};
 }
 
-const char *const kFunctionNames[] = {"sigmoid", "linear",   "softmax", "rlinear", "square",
-                                      "sqrt",    "srlinear", "abs",     "tanh",    "brlinear"};
-
 TokenInfo::Category categoryOf(uint32_t type) {
   switch (type) {
   case P::SIGMOID:
@@ -697,27 +694,43 @@ std::vector<TokenInfo> describeTokens(const SourceFile &file, const std::vector<
                                       DiagnosticEngine &diags) {
   std::vector<TokenInfo> out;
   out.reserve(tokens.size());
-  for (const LexedToken &token : tokens) {
+  auto shownCharacter = [&](const LexedToken &t) {
+    std::string text(file.slice({t.begin, t.end}));
+    auto first = static_cast<unsigned char>(text[0]);
+    if (text.size() == 1 && (first >= 0x80 || !std::isprint(first)))
+      return fmt::format("\\x{:02X}", first);
+    return text;
+  };
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const LexedToken &token = tokens[i];
     SourceRange range{token.begin, token.end};
     if (isErrorToken(token.type)) {
-      std::string shown(file.slice(range));
-      auto first = static_cast<unsigned char>(shown[0]);
-      if (first >= 0x80 && shown.size() == 1) {
-        diags.report(DiagId::UnexpectedCharacter, range, fmt::format("\\x{:02X}", first)).message +=
-            " (not valid UTF-8)";
+      // A run of adjacent stray characters is one problem, not one per byte.
+      size_t last = i;
+      while (last + 1 < tokens.size() && isErrorToken(tokens[last + 1].type) &&
+             tokens[last + 1].begin == tokens[last].end)
+        ++last;
+      if (last == i) {
+        Diagnostic &d = diags.report(DiagId::UnexpectedCharacter, range, shownCharacter(token));
+        if (token.end - token.begin == 1 && static_cast<unsigned char>(file.text()[token.begin]) >= 0x80)
+          d.message += " (not valid UTF-8)";
       } else {
-        if (shown.size() == 1 && !std::isprint(first))
-          shown = fmt::format("\\x{:02X}", first);
-        diags.report(DiagId::UnexpectedCharacter, range, shown);
+        diags.report(DiagId::UnexpectedCharacters, {token.begin, tokens[last].end}, last - i + 1,
+                     shownCharacter(token));
       }
-    } else if (isUnterminatedCommentToken(token.type)) {
+      for (size_t k = i; k <= last; ++k)
+        out.push_back(
+            {tokenTypeName(tokens[k].type), categoryOf(tokens[k].type), {tokens[k].begin, tokens[k].end}});
+      i = last;
+      continue;
+    }
+    if (isUnterminatedCommentToken(token.type)) {
       diags.report(DiagId::UnterminatedComment, {range.begin, range.begin + 2});
     }
     TokenInfo info;
-    info.kind = std::string(tokenTypeName(token.type));
+    info.kind = tokenTypeName(token.type);
     info.category = categoryOf(token.type);
     info.range = range;
-    info.text = std::string(file.slice(range));
     out.push_back(std::move(info));
   }
   return out;

@@ -15,10 +15,9 @@ namespace netc {
 /// A lexed token, comments included (for dumps and the formatter).
 struct TokenInfo {
   enum class Category { Keyword, Function, Identifier, Integer, Real, Punctuation, Comment, Error };
-  std::string kind; // e.g. "HIDDEN", "IDENT", "LINE_COMMENT"
+  std::string_view kind; // e.g. "HIDDEN", "IDENT", "LINE_COMMENT" (static storage)
   Category category = Category::Punctuation;
   SourceRange range;
-  std::string text;
 };
 
 struct ParseResult {

@@ -273,6 +273,8 @@ private:
       bundle.range = b.range;
       bundle.kindRange = b.kindRange;
       bundle.source = resolveLayer(b.source);
+      if (bundle.source < 0)
+        bundle.valid = false;
       lowerBundleAttributes(b, bundle);
       if (b.lambda && bundle.source >= 0) {
         size_t srcRank =

@@ -82,6 +82,8 @@ std::string structureDifference(const ir::Network &net, const ir::ParamRef &a, c
   if (ba.kind != bb.kind)
     return fmt::format("{} bundle against {} bundle", ir::bundleKindWithArticle(ba.kind),
                        ir::bundleKindWithArticle(bb.kind));
+  if (ba.source < 0 || bb.source < 0)
+    return {}; // unresolved sources were reported; nothing to compare
   if (ba.kind == ir::BundleKind::All) {
     int64_t sa = net.layers[static_cast<size_t>(ba.source)].nodes,
             sb = net.layers[static_cast<size_t>(bb.source)].nodes;
@@ -125,6 +127,8 @@ void resolveShares(ir::Network &net, const CompileOptions &, DiagnosticEngine &d
           diags.report(DiagId::ShareNeedsSingleBundle, item.range, layer.name, layer.bundles.size());
           continue;
         }
+        if (!layer.bundles[0].valid)
+          continue; // its bundle is already in error
         if (!ir::bundleIsTrainable(layer.bundles[0].kind)) {
           diags.report(DiagId::ShareNothing, item.range, fmt::format("layer '{}'", layer.name), "weights");
           continue;
@@ -134,6 +138,8 @@ void resolveShares(ir::Network &net, const CompileOptions &, DiagnosticEngine &d
           refs.push_back({item.layer, -1});
         break;
       case ir::ShareItem::Form::Bundle:
+        if (!layer.bundles[static_cast<size_t>(item.bundle)].valid)
+          continue; // already in error
         if (!ir::bundleIsTrainable(layer.bundles[static_cast<size_t>(item.bundle)].kind)) {
           diags.report(DiagId::ShareNothing, item.range,
                        fmt::format("bundle '{} => {}'",

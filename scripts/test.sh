@@ -10,6 +10,6 @@ NETC_BUILD_TYPE=RelWithDebInfo scripts/build.sh build-test -DNETC_SANITIZE=addre
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if [[ -x scripts/fuzz.sh ]]; then
-  scripts/fuzz.sh
+  NETC_FUZZ_RUNS=${NETC_FUZZ_RUNS:-5000} scripts/fuzz.sh
 fi
 cd build-test && ctest --output-on-failure -j2

@@ -65,11 +65,23 @@ void appendLocated(std::string &out, const SourceFile &file, SourceRange range, 
 
   std::string_view line = file.lineText(start.line);
   std::string shown = expandTabs(line);
-  out += fmt::format("{:>5} | {}\n", start.line, shown);
   size_t from = displayColumn(line, start.column - 1);
   LineColumn end = file.lineColumn(range.end);
   size_t to = end.line == start.line ? displayColumn(line, end.column - 1) : shown.size();
   to = std::max(to, from + 1);
+  // Very long lines are shown as a window around the range.
+  constexpr size_t kWindow = 160, kBefore = 60;
+  if (shown.size() > kWindow) {
+    size_t first = from > kBefore ? from - kBefore : 0;
+    std::string window = shown.substr(first, kWindow);
+    std::string prefix = first > 0 ? "..." : "";
+    std::string suffix = first + kWindow < shown.size() ? "..." : "";
+    shown = prefix + window + suffix;
+    from = from - first + prefix.size();
+    to = std::min(to - first + prefix.size(), prefix.size() + window.size());
+    to = std::max(to, from + 1);
+  }
+  out += fmt::format("{:>5} | {}\n", start.line, shown);
   std::string underline(from, ' ');
   underline += '^';
   if (to > from + 1)

@@ -1,22 +1,21 @@
-// MutationTest.cpp -- the deterministic robustness test (ctest `mutation`):
-// it reads every examples/*.net, derives thousands of mutants from them with
-// a fixed seeded PRNG (token deletion, duplication and swaps, hostile numbers,
-// renamed identifiers and keywords, truncation, stray and invalid bytes,
-// unterminated comments, deep nesting, repeated statements, long layer
-// chains, splices) and runs each through checkPipeline (FuzzPipeline.h).
-// A broken invariant prints the seed and iteration and writes the mutant to
-// the working directory; a crash or sanitizer report does the same from a
-// death callback. `--seed S --only I` replays one mutant, `--replay FILE`
-// checks one file.
+// MutationTest.cpp -- the deterministic robustness test (ctest `mutation`). It
+// checks every examples/*.net, then fixed stress inputs, then thousands of
+// seeded mutants of the examples (Mutators.h: deleted, duplicated and swapped
+// tokens, hostile numbers, renamed words, changed keyword case, truncation,
+// stray and invalid bytes, unterminated comments, deep nesting, repeated
+// statements, layer chains, splices, meaning-preserving edits), each through
+// checkPipeline (FuzzPipeline.h). A broken invariant prints the seed and
+// iteration and writes the input to the working directory; a crash or
+// sanitizer report saves it from a death callback. `--seed S --only I`
+// replays one mutant, `--replay FILE` checks one file.
 #include "tests/fuzz/FuzzPipeline.h"
+#include "tests/fuzz/Mutators.h"
 
 #include "api/Driver.h"
-#include "frontend/Parser.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -24,7 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -42,39 +41,22 @@ extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribu
 
 namespace {
 
-using namespace std::literals;
-using netc::TokenInfo;
+using netc::fuzz::Example;
+using netc::fuzz::makeMutant;
+using netc::fuzz::Mutant;
+using netc::fuzz::StressCase;
+using netc::fuzz::stressCases;
 
-// ---- deterministic randomness -------------------------------------------------
+// ---- the seed corpus --------------------------------------------------------------------
 
-/// splitmix64: tiny, fast, and the same on every platform and library.
-class Rng {
-public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, n); n > 0.
-  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
-  /// Uniform in [lo, hi].
-  size_t between(size_t lo, size_t hi) { return lo + below(hi - lo + 1); }
-  bool chance(unsigned percent) { return below(100) < percent; }
-  template <typename T, size_t N> const T &pick(const std::array<T, N> &items) { return items[below(N)]; }
-  template <typename T> const T &pick(const std::vector<T> &items) { return items[below(items.size())]; }
-
-private:
-  uint64_t state_;
-};
-
-// ---- the seed corpus and its tokens -----------------------------------------------
-
-struct Example {
-  std::string name;
-  std::string text;
-};
+std::optional<int64_t> inputSizeHint(const std::string &text) {
+  static constexpr std::string_view kFlag = "--input-size ";
+  size_t at = text.find(kFlag);
+  if (at == std::string::npos)
+    return std::nullopt;
+  long long n = std::atoll(text.c_str() + at + kFlag.size());
+  return n > 0 ? std::optional<int64_t>(n) : std::nullopt;
+}
 
 std::vector<Example> loadExamples(const std::filesystem::path &dir) {
   std::vector<Example> examples;
@@ -84,7 +66,8 @@ std::vector<Example> loadExamples(const std::filesystem::path &dir) {
     std::ifstream in(entry.path(), std::ios::binary);
     std::stringstream buffer;
     buffer << in.rdbuf();
-    examples.push_back({entry.path().filename().string(), buffer.str()});
+    std::string text = buffer.str();
+    examples.push_back({entry.path().filename().string(), text, inputSizeHint(text)});
   }
   // Directory order is unspecified; the mutants must not depend on it.
   std::sort(examples.begin(), examples.end(),
@@ -92,346 +75,18 @@ std::vector<Example> loadExamples(const std::filesystem::path &dir) {
   return examples;
 }
 
-/// The tokens of a (possibly already mutated) text, comments included.
-std::vector<TokenInfo> tokensOf(const std::string &text) {
-  netc::SourceFile file("mutant.net", text);
-  netc::DiagnosticEngine ignored;
-  return netc::lexTokens(file, ignored);
+netc::CompileOptions optionsFor(uint64_t selector, std::optional<int64_t> inputSize) {
+  netc::CompileOptions options = netc::fuzz::fuzzOptions(selector);
+  if (inputSize)
+    options.inputSize = inputSize;
+  return options;
 }
 
-std::vector<const TokenInfo *> tokensWhere(const std::vector<TokenInfo> &tokens,
-                                           std::initializer_list<TokenInfo::Category> categories) {
-  std::vector<const TokenInfo *> out;
-  for (const TokenInfo &t : tokens)
-    if (std::find(categories.begin(), categories.end(), t.category) != categories.end())
-      out.push_back(&t);
-  return out;
-}
-
-/// A byte offset at a token boundary (or the end), or anywhere in the text.
-uint32_t pickOffset(const std::string &text, const std::vector<TokenInfo> &tokens, Rng &rng) {
-  if (tokens.empty() || rng.chance(25))
-    return static_cast<uint32_t>(rng.below(text.size() + 1));
-  const TokenInfo &t = rng.pick(tokens);
-  return rng.chance(50) ? t.range.begin : t.range.end;
-}
-
-void replaceRange(std::string &text, netc::SourceRange range, std::string_view with) {
-  text.replace(range.begin, range.end - range.begin, with);
-}
-
-// ---- vocabularies ---------------------------------------------------------------------
-
-constexpr std::array kHostileNumbers = {
-    "99999999999999999999"sv, "4611686018427387904"sv, "9223372036854775807"sv, "9223372036854775808"sv,
-    "18446744073709551616"sv, "100000"sv,              "2147483648"sv,          "4294967296"sv,
-    "65536"sv,                "-1"sv,                  "-100000"sv,             "0"sv,
-    "00"sv,                   "1"sv,                   "2"sv,                   "3"sv,
-    "0.0"sv,                  "0.5"sv,                 "1.5"sv,                 "2.0"sv,
-    "1e308"sv,                "1e309"sv,               "1e-400"sv,              "1E5"sv,
-    ".5"sv,                   "-0.0"sv,                "-9223372036854775808"sv, "3037000500"sv,
-};
-
-constexpr std::array kWords = {
-    "const"sv,      "input"sv,       "hidden"sv,    "output"sv,   "auto"sv,       "from"sv,
-    "all"sv,        "where"sv,       "convolve"sv,  "max"sv,      "mean"sv,       "pool"sv,
-    "response"sv,   "norm"sv,        "share"sv,     "true"sv,     "false"sv,      "sigmoid"sv,
-    "linear"sv,     "softmax"sv,     "rlinear"sv,   "square"sv,   "sqrt"sv,       "srlinear"sv,
-    "abs"sv,        "tanh"sv,        "brlinear"sv,  "min"sv,      "InputShape"sv, "KernelShape"sv,
-    "Stride"sv,     "Padding"sv,     "LowerPad"sv,  "UpperPad"sv, "Sharing"sv,    "MapCount"sv,
-    "Weights"sv,    "Alpha"sv,       "Beta"sv,      "Offset"sv,   "Biases"sv,     "AvgOverFullKernel"sv,
-    "x"sv,          "_"sv,           "s"sv,         "d"sv,        "Const"sv,      "hiden"sv,
-    "convolv"sv,    "maxpool"sv,     "unknown"sv,   "_0"sv,
-};
-
-constexpr std::array kPunctuation = {
-    "=>"sv, "=="sv, "!="sv, "<="sv, ">="sv, "&&"sv, "||"sv, "="sv, "<"sv, ">"sv, "!"sv, "+"sv, "-"sv,
-    "*"sv,  "/"sv,  "%"sv,  "^"sv,  ";"sv,  ","sv,  "{"sv,  "}"sv,  "["sv,  "]"sv,  "("sv,  ")"sv,
-};
-
-constexpr std::array kStrayBytes = {
-    "\0"sv,          "\xFF"sv,         "\xFE"sv,   "\x80"sv,   "\xC3"sv,          "\xC3\x28"sv,
-    "\xE2\x82"sv,    "\xED\xA0\x80"sv, "\xF4\x90\x80\x80"sv,   "\xC0\xAF"sv,      "\xF0\x9F\x98\x80"sv,
-    "\xEF\xBB\xBF"sv, "\xE2\x80\xAE"sv, "/*"sv,     "*/"sv,     "//"sv,            "/* never closed"sv,
-    "/*/"sv,         "\r"sv,           "\r\n"sv,   "\n"sv,     "\t"sv,            "\f"sv,
-    "\v"sv,          "\x7F"sv,         "\x1B[31m"sv, "\""sv,   "'"sv,             "#"sv,
-    "@"sv,           "$"sv,            "`"sv,      "\\"sv,     "?"sv,             "~"sv,
-    ":"sv,           "."sv,            "1."sv,     "1e"sv,     "0x1F"sv,          "\0\0\0\0"sv,
-};
-
-// ---- mutators ---------------------------------------------------------------------------
-
-using Mutator = void (*)(std::string &, Rng &, const std::vector<Example> &);
-
-void deleteToken(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  if (!tokens.empty())
-    replaceRange(text, rng.pick(tokens).range, "");
-}
-
-void duplicateToken(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  if (tokens.empty())
-    return;
-  const TokenInfo &t = rng.pick(tokens);
-  text.insert(t.range.end, " " + t.text);
-}
-
-void swapTokens(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  if (tokens.size() < 2)
-    return;
-  size_t i = rng.below(tokens.size()), j = rng.below(tokens.size());
-  if (i == j)
-    return;
-  if (i > j)
-    std::swap(i, j);
-  // Replace the later one first so the earlier range stays valid.
-  std::string first = tokens[i].text, second = tokens[j].text;
-  replaceRange(text, tokens[j].range, first);
-  replaceRange(text, tokens[i].range, second);
-}
-
-void replaceNumber(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  auto numbers = tokensWhere(tokens, {TokenInfo::Category::Integer, TokenInfo::Category::Real});
-  if (numbers.empty())
-    return;
-  const TokenInfo &t = *rng.pick(numbers);
-  std::string with;
-  if (t.category == TokenInfo::Category::Integer && t.text.size() < 10 && rng.chance(40)) {
-    long long v = std::atoll(t.text.c_str());
-    switch (rng.below(5)) {
-    case 0: with = std::to_string(v + 1); break;
-    case 1: with = std::to_string(v - 1); break;
-    case 2: with = std::to_string(v * 1000); break;
-    case 3: with = std::to_string(v) + ".0"; break;
-    default: with = std::to_string(v / 2); break;
-    }
-  } else {
-    with = rng.pick(kHostileNumbers);
-  }
-  replaceRange(text, t.range, with);
-}
-
-void replaceWord(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  auto words = tokensWhere(tokens, {TokenInfo::Category::Identifier, TokenInfo::Category::Keyword,
-                                    TokenInfo::Category::Function});
-  if (words.empty())
-    return;
-  const TokenInfo &t = *rng.pick(words);
-  std::string with;
-  switch (rng.below(4)) {
-  case 0:
-  case 1: with = rng.pick(words)->text; break; // another name of this file
-  case 2: with = rng.pick(kWords); break;
-  default: with = rng.chance(50) ? std::string(rng.between(1, 3000), 'L') : "L" + std::to_string(rng.below(50));
-  }
-  replaceRange(text, t.range, with);
-}
-
-void changeKeywordCase(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  auto words = tokensWhere(tokens, {TokenInfo::Category::Keyword, TokenInfo::Category::Function,
-                                    TokenInfo::Category::Identifier});
-  if (words.empty())
-    return;
-  const TokenInfo &t = *rng.pick(words);
-  std::string with = t.text;
-  unsigned style = static_cast<unsigned>(rng.below(3));
-  for (size_t i = 0; i < with.size(); ++i) {
-    auto c = static_cast<unsigned char>(with[i]);
-    bool upper = style == 0 || (style == 1 && i == 0) || (style == 2 && rng.chance(50));
-    with[i] = static_cast<char>(upper ? std::toupper(c) : std::tolower(c));
-  }
-  replaceRange(text, t.range, with);
-}
-
-void truncate(std::string &text, Rng &rng, const std::vector<Example> &) {
-  text.resize(rng.below(text.size() + 1));
-}
-
-void insertBytes(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  uint32_t at = pickOffset(text, tokens, rng);
-  std::string bytes;
-  if (rng.chance(70)) {
-    bytes = rng.pick(kStrayBytes);
-  } else {
-    for (size_t n = rng.between(1, 8); n > 0; --n)
-      bytes += static_cast<char>(rng.below(256));
-  }
-  text.insert(at, bytes);
-}
-
-void insertPunctuation(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  uint32_t at = pickOffset(text, tokens, rng);
-  std::string with(rng.pick(kPunctuation));
-  if (rng.chance(30))
-    with = " " + std::string(rng.pick(kWords)) + " ";
-  text.insert(at, with);
-}
-
-/// Deep nesting around, or instead of, an expression; depths straddle the
-/// parser's limit of 1000 levels.
-void insertNesting(std::string &text, Rng &rng, const std::vector<Example> &) {
-  static constexpr std::array<size_t, 8> kDepths = {10, 100, 500, 990, 1000, 1001, 2000, 5000};
-  size_t depth = rng.chance(70) ? rng.pick(kDepths) : rng.between(1, 4000);
-  auto repeat = [](std::string_view s, size_t n) {
-    std::string out;
-    out.reserve(s.size() * n);
-    for (size_t i = 0; i < n; ++i)
-      out += s;
-    return out;
-  };
-  std::string nest;
-  switch (rng.below(11)) {
-  case 0: nest = repeat("(", depth) + "1" + repeat(")", depth); break;
-  case 1: nest = repeat("[", depth) + "1" + repeat("]", depth); break;
-  case 2: nest = repeat("-", depth) + "1"; break;
-  case 3: nest = repeat("!", depth) + "true"; break;
-  case 4: nest = "1" + repeat("+1", depth); break;
-  case 5: nest = "2" + repeat("^2", depth); break;
-  case 6: nest = repeat("abs(", depth) + "1" + repeat(")", depth); break;
-  case 7: nest = repeat("x[", depth) + "0" + repeat("]", depth); break;
-  case 8: nest = repeat("(", depth); break;
-  case 9: nest = repeat("{", depth); break;
-  default: nest = repeat("(1,", depth) + "1" + repeat(")", depth); break;
-  }
-  // Prefer replacing a number, where an expression is expected.
-  auto tokens = tokensOf(text);
-  auto numbers = tokensWhere(tokens, {TokenInfo::Category::Integer, TokenInfo::Category::Real});
-  if (!numbers.empty() && rng.chance(70))
-    replaceRange(text, rng.pick(numbers)->range, nest);
-  else
-    text.insert(pickOffset(text, tokens, rng), nest);
-}
-
-/// Repeats one statement (from a statement keyword to the next) many times.
-void repeatStatement(std::string &text, Rng &rng, const std::vector<Example> &) {
-  auto tokens = tokensOf(text);
-  std::vector<size_t> starts;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i].category == TokenInfo::Category::Keyword &&
-        (tokens[i].text == "const" || tokens[i].text == "input" || tokens[i].text == "hidden" ||
-         tokens[i].text == "output" || tokens[i].text == "share"))
-      starts.push_back(i);
-  if (starts.empty())
-    return;
-  size_t k = rng.below(starts.size());
-  uint32_t begin = tokens[starts[k]].range.begin;
-  uint32_t end = k + 1 < starts.size() ? tokens[starts[k + 1]].range.begin : static_cast<uint32_t>(text.size());
-  std::string statement = text.substr(begin, end - begin);
-  static constexpr std::array<size_t, 5> kCounts = {2, 3, 20, 200, 1000};
-  size_t count = rng.pick(kCounts);
-  std::string copies;
-  for (size_t i = 0; i < count; ++i)
-    copies += statement;
-  text.insert(end, copies);
-}
-
-/// Replaces the text with a long chain (or cycle, or fan-in) of layers: the
-/// passes' graph walks must not recurse once per layer.
-void layerChain(std::string &text, Rng &rng, const std::vector<Example> &) {
-  static constexpr std::array<size_t, 4> kLengths = {50, 500, 2000, 5000};
-  size_t n = rng.pick(kLengths);
-  std::string out = "input I [2];\n";
-  unsigned shape = static_cast<unsigned>(rng.below(3));
-  for (size_t i = 0; i < n; ++i) {
-    std::string source = i == 0 ? "I" : fmt::format("H{}", i - 1);
-    if (shape == 1 && i == 0)
-      source = fmt::format("H{}", n - 1); // a cycle through every layer
-    if (shape == 2)
-      source = "I"; // fan-out: every layer reads the input
-    out += fmt::format("hidden H{} [2] from {} all;\n", i, source);
-  }
-  if (shape == 2) {
-    out += "output O [2] {";
-    for (size_t i = 0; i < n; ++i)
-      out += fmt::format(" from H{} all;", i);
-    out += " }\n";
-  } else {
-    out += fmt::format("output O [2] from H{} all;\n", n - 1);
-  }
-  if (rng.chance(50)) {
-    out += "share {";
-    for (size_t i = 0; i < n; ++i)
-      out += fmt::format("{} H{}", i ? "," : "", i);
-    out += " }\n";
-  }
-  text = std::move(out);
-}
-
-/// Splices a prefix of the text onto a suffix of another example.
-void splice(std::string &text, Rng &rng, const std::vector<Example> &examples) {
-  const std::string &other = rng.pick(examples).text;
-  size_t cut = rng.below(text.size() + 1);
-  size_t from = rng.below(other.size() + 1);
-  text = text.substr(0, cut) + other.substr(from);
-}
-
-struct MutatorInfo {
-  const char *name;
-  Mutator run;
-  unsigned weight;
-};
-
-constexpr std::array kMutators = {
-    MutatorInfo{"delete-token", deleteToken, 12},
-    MutatorInfo{"duplicate-token", duplicateToken, 8},
-    MutatorInfo{"swap-tokens", swapTokens, 8},
-    MutatorInfo{"replace-number", replaceNumber, 18},
-    MutatorInfo{"replace-word", replaceWord, 12},
-    MutatorInfo{"keyword-case", changeKeywordCase, 5},
-    MutatorInfo{"truncate", truncate, 5},
-    MutatorInfo{"insert-bytes", insertBytes, 8},
-    MutatorInfo{"insert-punctuation", insertPunctuation, 6},
-    MutatorInfo{"deep-nesting", insertNesting, 5},
-    MutatorInfo{"repeat-statement", repeatStatement, 4},
-    MutatorInfo{"layer-chain", layerChain, 1},
-    MutatorInfo{"splice", splice, 4},
-};
-
-const MutatorInfo &pickMutator(Rng &rng) {
-  unsigned total = 0;
-  for (const MutatorInfo &m : kMutators)
-    total += m.weight;
-  size_t r = rng.below(total);
-  for (const MutatorInfo &m : kMutators) {
-    if (r < m.weight)
-      return m;
-    r -= m.weight;
-  }
-  return kMutators.back();
-}
-
-// ---- one mutant ------------------------------------------------------------------------
-
-struct Mutant {
-  std::string text;
-  std::string recipe; // "mnist.net: replace-number, truncate"
-  uint64_t optionsSelector = 0;
-};
-
-/// Mutant `iteration` of run `seed`: a pure function of the two, so a
-/// failure replays with `--seed S --only I`.
-Mutant makeMutant(uint64_t seed, uint64_t iteration, const std::vector<Example> &examples) {
-  Rng rng(seed ^ (iteration * 0xD1B54A32D192ED03ULL));
-  rng.next();
-  const Example &base = examples[iteration % examples.size()];
-  Mutant m{base.text, base.name + ":", 0};
-  // Half the mutants compile with default options, so the error-free ones
-  // (which get the full round trip) stay common.
-  m.optionsSelector = rng.chance(50) ? 0 : rng.next();
-  size_t count = rng.chance(60) ? 1 : rng.between(2, 4);
-  for (size_t i = 0; i < count; ++i) {
-    const MutatorInfo &mutator = pickMutator(rng);
-    mutator.run(m.text, rng, examples);
-    m.recipe += fmt::format("{} {}", i ? "," : "", mutator.name);
-  }
-  return m;
+std::string replayFlags(const std::string &path, uint64_t selector, std::optional<int64_t> inputSize) {
+  std::string flags = fmt::format("--replay {} --options {}", path, selector);
+  if (inputSize)
+    flags += fmt::format(" --input-size {}", *inputSize);
+  return flags;
 }
 
 // ---- crash reporting ------------------------------------------------------------------
@@ -492,17 +147,23 @@ void setLabel(const std::string &label) {
 struct Flags {
   uint64_t iterations = 6000;
   uint64_t seed = 0x6E657463; // "netc"
+  std::optional<uint64_t> start;
   std::optional<uint64_t> only;
+  std::optional<std::string> dumpStress;
   std::optional<std::string> replay;
   uint64_t replayOptions = 0;
+  std::optional<int64_t> replayInputSize;
   bool verbose = false;
 };
 
 [[noreturn]] void usage(const char *argv0, const std::string &problem) {
   std::fprintf(stderr,
-               "%s: %s\nusage: %s [--iterations N] [--seed S] [--only I] [--replay FILE [--options SEL]] "
-               "[--verbose]\n",
-               argv0, problem.c_str(), argv0);
+               "%s: %s\nusage: %s [--iterations N] [--seed S] [--start I | --only I] [--verbose]\n"
+               "       %s --replay FILE [--options SEL] [--input-size N]\n"
+               "       %s --dump-stress DIR\n"
+               "A run checks the examples, the stress cases and mutants 0..N-1; --start I checks\n"
+               "mutants I..N-1 only, --only I just mutant I (written to the working directory).\n",
+               argv0, problem.c_str(), argv0, argv0, argv0);
   std::exit(2);
 }
 
@@ -528,12 +189,18 @@ Flags parseFlags(int argc, char **argv) {
       flags.iterations = number();
     else if (arg == "--seed")
       flags.seed = number();
+    else if (arg == "--start")
+      flags.start = number();
     else if (arg == "--only")
       flags.only = number();
     else if (arg == "--replay")
       flags.replay = value();
     else if (arg == "--options")
       flags.replayOptions = number();
+    else if (arg == "--input-size")
+      flags.replayInputSize = static_cast<int64_t>(number());
+    else if (arg == "--dump-stress")
+      flags.dumpStress = value();
     else if (arg == "--verbose")
       flags.verbose = true;
     else
@@ -547,13 +214,59 @@ void writeFile(const std::string &path, const std::string &text) {
   out << text;
 }
 
-/// The corpus itself must compile cleanly, without even a warning (DESIGN.md §8).
+/// Checks inputs one by one, counting what it saw and reporting failures.
+class Runner {
+public:
+  explicit Runner(bool verbose) : verbose_(verbose) {}
+
+  /// `stem` names the file a failing input is written to; `replay` says how
+  /// to run it again.
+  void check(const std::string &label, const std::string &text, const netc::CompileOptions &options,
+             const std::string &stem, const std::string &replay) {
+    gCurrentText = &text;
+    setLabel(label);
+    netc::fuzz::PipelineStats stats;
+    auto before = std::chrono::steady_clock::now();
+    auto failure = netc::fuzz::checkPipeline(text, options, &stats);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count();
+    gCurrentText = nullptr;
+    if (verbose_)
+      std::printf("%s: %zu bytes, %.1f ms\n", label.c_str(), text.size(), ms);
+    ++checked_;
+    parseErrors_ += stats.parseErrors;
+    errors_ += stats.errors;
+    formatted_ += stats.formatted;
+    if (!failure)
+      return;
+    if (++failures_ > kMaxReported)
+      return;
+    std::string path = stem + ".net";
+    writeFile(path, text);
+    std::fprintf(stderr, "FAIL: %s\n  %s\n  input written to %s; replay with: %s\n", label.c_str(),
+                 failure->c_str(), path.c_str(), replay.c_str());
+  }
+
+  size_t failures() const { return failures_; }
+  std::string summary() const {
+    return fmt::format("{} inputs: {} with parse errors, {} with errors, {} error-free, {} formatted and "
+                       "recompiled; {} failures",
+                       checked_, parseErrors_, errors_, checked_ - errors_, formatted_, failures_);
+  }
+
+private:
+  static constexpr size_t kMaxReported = 10;
+  bool verbose_;
+  size_t checked_ = 0, parseErrors_ = 0, errors_ = 0, formatted_ = 0, failures_ = 0;
+};
+
+/// The corpus itself must compile without even a warning (DESIGN.md §8).
 bool checkExamples(const std::vector<Example> &examples) {
   bool ok = true;
   for (const Example &e : examples) {
-    auto c = netc::compileSource(netc::SourceFile(e.name, e.text), netc::CompileOptions{});
-    if (!c->diags.diagnostics().empty()) {
-      const netc::Diagnostic &d = c->diags.diagnostics().front();
+    netc::CompileOptions options;
+    options.inputSize = e.inputSize;
+    auto c = netc::compileSource(netc::SourceFile(e.name, e.text), options);
+    for (const netc::Diagnostic &d : c->diags.diagnostics()) {
       std::fprintf(stderr, "FAIL: example %s is not diagnostic-free: %s [%s]\n", e.name.c_str(),
                    d.message.c_str(), std::string(d.code()).c_str());
       ok = false;
@@ -573,7 +286,8 @@ int replayFile(const Flags &flags) {
   std::string text = buffer.str();
   gCurrentText = &text;
   setLabel(*flags.replay);
-  if (auto failure = netc::fuzz::checkPipeline(text, netc::fuzz::fuzzOptions(flags.replayOptions))) {
+  auto options = optionsFor(flags.replayOptions, flags.replayInputSize);
+  if (auto failure = netc::fuzz::checkPipeline(text, options)) {
     std::fprintf(stderr, "FAIL: %s: %s\n", flags.replay->c_str(), failure->c_str());
     return 1;
   }
@@ -595,46 +309,44 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "FAIL: no .net files in %s\n", dir.c_str());
     return 1;
   }
-  bool examplesOk = checkExamples(examples);
-
   auto start = std::chrono::steady_clock::now();
-  uint64_t first = flags.only.value_or(0);
-  uint64_t last = flags.only ? *flags.only + 1 : flags.iterations;
-  size_t failures = 0, parseErrors = 0, errors = 0, formatted = 0, clean = 0;
-  constexpr size_t kMaxReported = 10;
+  Runner runner(flags.verbose);
+  bool examplesOk = true;
+  if (flags.dumpStress) {
+    std::filesystem::create_directories(*flags.dumpStress);
+    for (const StressCase &c : stressCases(examples))
+      writeFile((std::filesystem::path(*flags.dumpStress) / (c.name + ".net")).string(), c.text);
+    return 0;
+  }
+  bool fullRun = !flags.only && !flags.start;
+  if (fullRun) {
+    examplesOk = checkExamples(examples);
+    for (const Example &e : examples)
+      runner.check("example " + e.name, e.text, optionsFor(0, e.inputSize), "mutation-failure-" + e.name,
+                   replayFlags(NETC_SOURCE_DIR "/examples/" + e.name, 0, e.inputSize));
+    for (const StressCase &c : stressCases(examples)) {
+      std::string stem = "mutation-failure-" + c.name;
+      runner.check("stress case " + c.name, c.text, optionsFor(0, std::nullopt), stem,
+                   replayFlags(stem + ".net", 0, std::nullopt));
+    }
+  }
+
+  uint64_t first = flags.only.value_or(flags.start.value_or(0));
+  uint64_t last = flags.only ? *flags.only + 1 : std::max(first, flags.iterations);
   for (uint64_t i = first; i < last; ++i) {
     Mutant m = makeMutant(flags.seed, i, examples);
-    std::string label = fmt::format("seed {} iteration {} ({}; options {})", flags.seed, i, m.recipe,
-                                    m.optionsSelector);
-    gCurrentText = &m.text;
-    setLabel(label);
-    if (flags.verbose)
-      std::printf("%s: %zu bytes\n", label.c_str(), m.text.size());
-    netc::fuzz::PipelineStats stats;
-    auto failure = netc::fuzz::checkPipeline(m.text, netc::fuzz::fuzzOptions(m.optionsSelector), &stats);
-    gCurrentText = nullptr;
-    parseErrors += stats.parseErrors;
-    errors += stats.errors;
-    formatted += stats.formatted;
-    clean += !stats.errors;
-    if (!failure)
-      continue;
-    if (++failures > kMaxReported)
-      continue;
-    std::string path = fmt::format("mutation-failure-{}-{}.net", flags.seed, i);
-    writeFile(path, m.text);
-    std::fprintf(stderr,
-                 "FAIL: %s\n  %s\n  input written to %s; replay with: netc_mutation_test --seed %llu --only "
-                 "%llu (or --replay %s --options %llu)\n",
-                 label.c_str(), failure->c_str(), path.c_str(), static_cast<unsigned long long>(flags.seed),
-                 static_cast<unsigned long long>(i), path.c_str(),
-                 static_cast<unsigned long long>(m.optionsSelector));
+    std::string label =
+        fmt::format("seed {} iteration {} ({}; options {})", flags.seed, i, m.recipe, m.optionsSelector);
+    std::string stem = fmt::format("mutation-failure-{}-{}", flags.seed, i);
+    if (flags.only) // replaying one mutant: keep it for inspection
+      writeFile(fmt::format("mutation-{}-{}.net", flags.seed, i), m.text);
+    runner.check(label, m.text, optionsFor(m.optionsSelector, m.inputSize), stem,
+                 fmt::format("netc_mutation_test --seed {} --only {} (or {})", flags.seed, i,
+                             replayFlags(stem + ".net", m.optionsSelector, m.inputSize)));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("netc_mutation_test: %llu mutants of %zu examples (seed %llu) in %.1f s: %zu with parse errors, "
-              "%zu with errors, %zu error-free, %zu formatted and recompiled; %zu failures\n",
-              static_cast<unsigned long long>(last - first), examples.size(),
-              static_cast<unsigned long long>(flags.seed), seconds, parseErrors, errors, clean, formatted,
-              failures);
-  return failures == 0 && examplesOk ? 0 : 1;
+  std::printf("netc_mutation_test: seed %llu, mutants %llu..%llu of %zu examples, %.1f s: %s\n",
+              static_cast<unsigned long long>(flags.seed), static_cast<unsigned long long>(first),
+              static_cast<unsigned long long>(last), examples.size(), seconds, runner.summary().c_str());
+  return runner.failures() == 0 && examplesOk ? 0 : 1;
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# fuzz.sh -- builds the libFuzzer target (tests/fuzz/FuzzCheck.cpp) with
+# clang-14, ASan and UBSan in its own build directory, then fuzzes the
+# parser, Sema, passes, dumps and formatter for a bounded number of runs,
+# seeded with a copy of examples/*.net and a Net# dictionary. Exits non-zero
+# when libFuzzer finds a crash, leak, timeout or broken invariant; the input
+# is kept under BUILD_DIR/fuzz-artifacts/. Safe to run again (reconfigures
+# and rebuilds only what changed).
+#
+# Usage: scripts/fuzz.sh [RUNS] [-- extra libFuzzer flags]
+# Environment: NETC_FUZZ_RUNS (default 20000), NETC_FUZZ_SEED (default 1),
+# NETC_FUZZ_BUILD_DIR (default build-fuzz), NETC_FUZZ_CORPUS (a directory to
+# keep the evolving corpus in; default a temporary copy that is removed).
+# Replay a saved input: BUILD_DIR/tests/fuzz/netc_fuzz_check FILE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=${NETC_FUZZ_RUNS:-20000}
+if [[ $# -gt 0 && $1 != -- ]]; then
+  runs=$1
+  shift
+fi
+[[ ${1:-} == -- ]] && shift
+[[ $runs =~ ^[0-9]+$ ]] || { echo "fuzz.sh: RUNS must be a number, not '$runs'" >&2; exit 2; }
+dir=${NETC_FUZZ_BUILD_DIR:-build-fuzz}
+
+cc=$(command -v clang-14 || true)
+cxx=$(command -v clang++-14 || true)
+if [[ -z $cc || -z $cxx ]]; then
+  echo "fuzz.sh: clang-14 is needed (apt-get install clang-14 libclang-rt-14-dev)" >&2
+  exit 2
+fi
+
+cmake -S . -B "$dir" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DNETC_FUZZ=ON -DNETC_SANITIZE=address,undefined \
+  -DNETC_BUILD_TESTS=ON -DNETC_BUILD_BENCH=OFF >/dev/null
+ninja -C "$dir" netc_fuzz_check
+
+# The corpus: a scratch copy of the examples unless the caller keeps one.
+if [[ -n ${NETC_FUZZ_CORPUS:-} ]]; then
+  corpus=$NETC_FUZZ_CORPUS
+  mkdir -p "$corpus"
+else
+  corpus=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-corpus.XXXXXX")
+  trap 'rm -rf "$corpus"' EXIT
+fi
+cp examples/*.net "$corpus"/
+artifacts=$dir/fuzz-artifacts
+mkdir -p "$artifacts"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+"$dir/tests/fuzz/netc_fuzz_check" "$corpus" \
+  -runs="$runs" -seed="${NETC_FUZZ_SEED:-1}" \
+  -dict=tests/fuzz/netsharp.dict -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
+  -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" || status=$?
+if [[ $status -ne 0 ]]; then
+  echo "fuzz.sh: the fuzzer failed (exit $status); inputs that fail are in $artifacts/" >&2
+  ls -l "$artifacts" >&2 || true
+  exit "$status"
+fi
+echo "fuzz.sh: no failure found (at most $runs runs; libFuzzer's statistics are above)"
