@@ -6,7 +6,7 @@ namespace netc {
 
 const std::vector<PassInfo> &allPasses() {
   static const std::vector<PassInfo> passes = {
-#define PASS(Function, Name, Description) {&Function, Name, Description},
+#define PASS(Function, Name, Description) {&Function, Name, Description}, // NOLINT(bugprone-macro-parentheses)
 #include "passes/Passes.def"
 #undef PASS
   };
