@@ -20,6 +20,7 @@ void ConstEvaluator::declare(const ast::ConstItem &item) {
   }
   it->second.item = &item;
   order_.push_back(item.name.text);
+  ordered_ = false; // the next evaluation orders the new const in too
 }
 
 bool ConstEvaluator::isDeclared(std::string_view name) const {
@@ -42,7 +43,86 @@ std::vector<std::pair<std::string, Value>> ConstEvaluator::evaluateAll() {
   return out;
 }
 
+namespace {
+/// The declared consts an expression names, with where it names them, in
+/// the order evaluation meets them.
+void collectUses(const ast::Expr &e, const std::unordered_map<std::string, size_t> &index,
+                 std::vector<std::pair<size_t, SourceRange>> &uses) {
+  if (e.kind == ast::ExprKind::Name || e.kind == ast::ExprKind::Index) {
+    auto it = index.find(e.text);
+    if (it != index.end())
+      uses.emplace_back(it->second, e.kind == ast::ExprKind::Name ? e.range : e.nameRange);
+  }
+  for (const ast::ExprPtr &child : e.operands)
+    if (child)
+      collectUses(*child, index, uses);
+}
+} // namespace
+
+void ConstEvaluator::evaluateInDependencyOrder() {
+  ordered_ = true;
+  // Depth-first search over "uses" edges without recursion: a chain of
+  // thousands of consts must not exhaust the stack. Cycles are reported
+  // here, at the use that closes them; the rest is then evaluated in
+  // post-order, so evaluating a const never recurses into another.
+  const size_t n = order_.size();
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i)
+    index.emplace(order_[i], i);
+  std::vector<std::vector<std::pair<size_t, SourceRange>>> uses(n);
+  for (size_t i = 0; i < n; ++i)
+    if (const ast::ConstItem *item = consts_[order_[i]].item; item && item->value)
+      collectUses(*item->value, index, uses[i]);
+  enum class Mark { White, Grey, Black };
+  std::vector<Mark> mark(n, Mark::White);
+  std::vector<size_t> postOrder;
+  struct Frame {
+    size_t node;
+    size_t next;
+  };
+  for (size_t root = 0; root < n; ++root) {
+    if (mark[root] != Mark::White)
+      continue;
+    std::vector<Frame> stack{{root, 0}};
+    mark[root] = Mark::Grey;
+    while (!stack.empty()) {
+      Frame &top = stack.back();
+      if (top.next == uses[top.node].size()) {
+        mark[top.node] = Mark::Black;
+        postOrder.push_back(top.node);
+        stack.pop_back();
+        continue;
+      }
+      auto [used, where] = uses[top.node][top.next++];
+      if (mark[used] == Mark::White) {
+        mark[used] = Mark::Grey;
+        stack.push_back({used, 0});
+      } else if (mark[used] == Mark::Grey && consts_[order_[used]].state != State::Done) {
+        // A cycle: the frames from `used` to the top.
+        size_t start = stack.size() - 1;
+        while (stack[start].node != used)
+          --start;
+        Diagnostic &d = diags_.report(DiagId::ConstCycle, where, order_[used]);
+        for (size_t k = start; k < stack.size(); ++k) {
+          size_t next = k + 1 < stack.size() ? stack[k + 1].node : used;
+          withNote(d, consts_[order_[stack[k].node]].item->name.range,
+                   fmt::format("'{}' is defined here and uses '{}'", order_[stack[k].node], order_[next]));
+        }
+        for (size_t k = start; k < stack.size(); ++k) {
+          Entry &e = consts_[order_[stack[k].node]];
+          e.state = State::Done;
+          e.value = Value::error(e.item->name.range);
+        }
+      }
+    }
+  }
+  for (size_t i : postOrder)
+    valueOf(order_[i], declaration(order_[i]));
+}
+
 Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
+  if (!ordered_)
+    evaluateInDependencyOrder();
   auto it = consts_.find(std::string(name));
   if (it == consts_.end())
     return Value::error(useRange);
@@ -83,26 +163,9 @@ Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
   return result;
 }
 
-/// The deepest evaluation (consts using consts, plus expression nesting):
-/// deep enough for any real network, shallow enough for any stack.
-constexpr size_t kMaxEvaluationDepth = 1500;
-
 Value ConstEvaluator::evaluate(const ast::Expr &e) {
-  if (depth_ >= kMaxEvaluationDepth) {
-    if (!depthReported_) {
-      depthReported_ = true;
-      std::string name = evaluating_.empty() ? std::string("?") : evaluating_.front();
-      diags_.report(DiagId::ConstChainTooDeep, e.range, name, kMaxEvaluationDepth);
-    }
-    return Value::error(e.range);
-  }
-  ++depth_;
-  Value v = evaluateExpr(e);
-  --depth_;
-  return v;
-}
-
-Value ConstEvaluator::evaluateExpr(const ast::Expr &e) {
+  if (!ordered_)
+    evaluateInDependencyOrder();
   switch (e.kind) {
   case ast::ExprKind::Int: return Value::ofInt(e.intValue, e.range);
   case ast::ExprKind::Real: return Value::ofReal(e.realValue, e.range);

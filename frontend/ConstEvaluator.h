@@ -42,7 +42,8 @@ private:
     Value value;
   };
 
-  Value evaluateExpr(const ast::Expr &e);
+  /// Evaluates every declared const, dependencies first (see the .cpp).
+  void evaluateInDependencyOrder();
   Value evalName(const ast::Expr &e);
   Value evalIndex(const ast::Expr &e);
   Value evalCall(const ast::Expr &e);
@@ -54,8 +55,7 @@ private:
   std::unordered_map<std::string, Entry> consts_;
   std::vector<std::string> order_;
   std::vector<std::string> evaluating_; // the chain of consts being evaluated
-  size_t depth_ = 0;                    // evaluate() calls in progress
-  bool depthReported_ = false;
+  bool ordered_ = false;                // evaluateInDependencyOrder() has run
 };
 
 /// Applies a binary operator to two scalar values of the types that
