@@ -6,7 +6,8 @@ namespace netc {
 
 const std::vector<PassInfo> &allPasses() {
   static const std::vector<PassInfo> passes = {
-#define PASS(Function, Name, Description) {&Function, Name, Description}, // NOLINT(bugprone-macro-parentheses)
+// NOLINTNEXTLINE(bugprone-macro-parentheses): the arguments are names, not expressions
+#define PASS(Function, Name, Description) {&Function, Name, Description},
 #include "passes/Passes.def"
 #undef PASS
   };
