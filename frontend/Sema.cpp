@@ -62,7 +62,7 @@ public:
     // Evaluate every const once so errors in unused consts are reported too.
     consts_.evaluateAll();
     for (size_t i = 0; i < layerDecls_.size(); ++i)
-      lowerLayer(*layerDecls_[i], net.layers[i], net);
+      lowerLayer(*layerDecls_[i], net.layers[i]);
     for (const ast::ShareDecl *share : shares_)
       lowerShare(*share, net);
     return net;
@@ -245,36 +245,30 @@ private:
     }
   }
 
-  void lowerLayer(const ast::LayerDecl &decl, ir::Layer &layer, ir::Network &net) {
+  void lowerLayer(const ast::LayerDecl &decl, ir::Layer &layer) {
     lowerShape(decl, layer);
     lowerFunction(decl, layer);
     lowerLayerAttributes(decl, layer);
     if (layer.kind == ir::LayerKind::Input && !decl.bundles.empty())
       diags_.report(DiagId::InputWithBundles, decl.bundles.front().range, layer.name);
     for (const ast::BundleDecl &b : decl.bundles) {
-      auto kind = toIr(b.kind);
       ir::Bundle bundle;
-      if (!kind) {
-        // Reported by the parser. Keep the connection (so its source is not
-        // "unused") but not the attributes, which belong to no known kind.
-        bundle.kind = ir::BundleKind::All;
-        bundle.valid = false;
-        bundle.sourceName = b.source.text;
-        bundle.sourceRange = b.source.range;
-        bundle.range = b.range;
-        bundle.kindRange = b.kindRange;
-        bundle.source = resolveLayer(b.source);
-        layer.bundles.push_back(std::move(bundle));
-        continue;
-      }
-      bundle.kind = *kind;
       bundle.sourceName = b.source.text;
       bundle.sourceRange = b.source.range;
       bundle.range = b.range;
       bundle.kindRange = b.kindRange;
       bundle.source = resolveLayer(b.source);
-      if (bundle.source < 0)
+      bundle.valid = bundle.source >= 0;
+      auto kind = toIr(b.kind);
+      if (!kind) {
+        // A misspelled kind (reported by the parser). Keep the connection, so
+        // its source is not "unused", but not the attributes, which belong to
+        // no known kind.
         bundle.valid = false;
+        layer.bundles.push_back(std::move(bundle));
+        continue;
+      }
+      bundle.kind = *kind;
       lowerBundleAttributes(b, bundle);
       if (b.lambda && bundle.source >= 0) {
         size_t srcRank =
@@ -288,7 +282,6 @@ private:
       }
       layer.bundles.push_back(std::move(bundle));
     }
-    (void)net;
   }
 
   std::optional<ir::Attr> findAttr(const std::string &name) {
