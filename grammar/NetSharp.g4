@@ -70,7 +70,7 @@ attrBlock : LBRACE attr* RBRACE SEMI? ;
 attr : name=IDENT ASSIGN expr SEMI ;
 lambda : LPAREN src=IDENT COMMA dst=IDENT RPAREN ARROW expr ;
 
-shareDecl : kw=(SHARE | IDENT) LBRACE shareItem (COMMA shareItem)* RBRACE SEMI? ;
+shareDecl : kw=(SHARE | IDENT) LBRACE (shareItem (COMMA shareItem)*)? RBRACE SEMI? ;
 shareItem
   : layer=IDENT                                            # layerShare
   | src=IDENT ARROW dst=IDENT                              # bundleShare
