@@ -203,10 +203,10 @@ private:
 
   void print(const ast::ShareDecl &s) {
     beginLine(s.range, 0);
-    out_ += "share { ";
+    out_ += "share {";
     for (size_t i = 0; i < s.items.size(); ++i) {
       const ast::ShareItem &item = s.items[i];
-      out_ += i ? ", " : "";
+      out_ += i ? ", " : " ";
       out_ += item.form == ast::ShareItem::Form::Layer ? item.first.text
                                                        : item.first.text + " => " + item.second.text;
     }
