@@ -25,16 +25,6 @@ const json &expectedFigures() {
   return figures;
 }
 
-/// The file names of examples/*.net, sorted.
-std::vector<std::string> exampleNames() {
-  std::vector<std::string> names;
-  for (const auto &entry : std::filesystem::directory_iterator(sourcePath("examples")))
-    if (entry.is_regular_file() && entry.path().extension() == ".net")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 CompileOptions optionsFor(const json &expected) {
   CompileOptions options;
   if (expected.contains("input_size") && !expected["input_size"].is_null())
@@ -117,14 +107,7 @@ TEST_P(Example, PublicApiMatchesExpectedFigures) {
   EXPECT_EQ(r.network->params(), expected["params"].get<int64_t>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, Example, ::testing::ValuesIn(exampleNames()),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                           std::string name = info.param.substr(0, info.param.size() - 4);
-                           std::replace_if(
-                               name.begin(), name.end(),
-                               [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Corpus, Example, ::testing::ValuesIn(exampleNames()), exampleTestName);
 
 TEST(Examples, CorpusAndExpectedFiguresListTheSameFiles) {
   std::vector<std::string> files = exampleNames();

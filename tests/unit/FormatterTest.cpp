@@ -72,15 +72,6 @@ void expectSoundFormatting(const std::string &text, const std::string &name = "t
 
 // ---- the examples corpus ------------------------------------------------------------
 
-std::vector<std::string> exampleNames() {
-  std::vector<std::string> names;
-  for (const auto &entry : std::filesystem::directory_iterator(sourcePath("examples")))
-    if (entry.is_regular_file() && entry.path().extension() == ".net")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 class FormatExample : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FormatExample, IsSoundAndKeepsEveryComment) {
@@ -99,14 +90,7 @@ TEST_P(FormatExample, KeepsTheNetworkFigures) {
   EXPECT_EQ(ir::printNetwork(formatted->network), ir::printNetwork(original->network));
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, FormatExample, ::testing::ValuesIn(exampleNames()),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                           std::string name = info.param.substr(0, info.param.size() - 4);
-                           std::replace_if(
-                               name.begin(), name.end(),
-                               [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Corpus, FormatExample, ::testing::ValuesIn(exampleNames()), exampleTestName);
 
 // ---- exact canonical output ---------------------------------------------------------------
 

@@ -11,6 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -98,6 +101,24 @@ inline std::unique_ptr<Compilation> compileExample(std::string_view name,
                                                    const CompileOptions &options = CompileOptions{}) {
   std::string path = sourcePath("examples/" + std::string(name));
   return compileSource(SourceFile(path, readFile(path)), options, Stage::Passes);
+}
+
+/// The file names of examples/*.net, sorted (parameters of the corpus tests).
+inline std::vector<std::string> exampleNames() {
+  std::vector<std::string> names;
+  for (const auto &entry : std::filesystem::directory_iterator(sourcePath("examples")))
+    if (entry.is_regular_file() && entry.path().extension() == ".net")
+      names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// A GoogleTest name for an example file: "mnist-no-padding.net" -> "mnist_no_padding".
+inline std::string exampleTestName(const ::testing::TestParamInfo<std::string> &info) {
+  std::string name = info.param.substr(0, info.param.size() - 4);
+  std::replace_if(
+      name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+  return name;
 }
 
 } // namespace netc::unittest
