@@ -32,6 +32,8 @@ void printBundle(std::string &out, const Network &net, const Bundle &b) {
   out += fmt::format(" params={} flops={}", b.params, b.flops);
   if (b.kind == BundleKind::All || b.kind == BundleKind::Where)
     out += fmt::format(" edges={}", b.edges);
+  if (b.lowering.lowered)
+    out += fmt::format(" kernel={}", kernelKindName(b.lowering.kernel));
   out += "\n";
   if (b.predicate)
     out += fmt::format("    predicate {}\n", b.predicate->toString());
@@ -47,6 +49,8 @@ void printBundle(std::string &out, const Network &net, const Bundle &b) {
                      g.kernelSize, g.maps);
   if (b.kind == BundleKind::Convolve)
     out += fmt::format(" kernels={}", g.kernels);
+  if (b.kind == BundleKind::Convolve && b.lowering.lowered)
+    out += fmt::format(" groups={} positions={}", b.lowering.groups, b.lowering.positions);
   out += "\n";
   for (size_t d = 0; d < g.dims.size(); ++d) {
     const DimGeometry &dim = g.dims[d];

@@ -35,7 +35,16 @@ const std::string_view kActivations[] = {
 #include "ir/Activations.def"
 #undef ACTIVATION
 };
+const std::string_view kKernelKinds[] = {
+#define KERNEL_KIND(Id, Spelling, Description) Spelling,
+#include "ir/KernelKinds.def"
+#undef KERNEL_KIND
+};
 } // namespace
+
+std::string_view kernelKindName(KernelKind kind) {
+  return kKernelKinds[static_cast<int>(kind)];
+}
 
 std::string_view layerKindName(LayerKind kind) {
   switch (kind) {

@@ -43,6 +43,13 @@ enum class Activation {
 #undef ACTIVATION
 };
 
+/// The canonical kernel a bundle lowers to (KernelKinds.def).
+enum class KernelKind {
+#define KERNEL_KIND(Id, Spelling, Description) Id,
+#include "ir/KernelKinds.def"
+#undef KERNEL_KIND
+};
+
 /// The learning task (public type): output defaults, `auto` outputs, losses.
 using Task = ::netc::Task;
 
@@ -53,6 +60,7 @@ std::string bundleKindWithArticle(BundleKind kind);
 std::string_view activationName(Activation fn);
 std::string_view attrName(Attr attr);
 std::string_view taskName(Task task);
+std::string_view kernelKindName(KernelKind kind);
 AttrValueKind attrValueKind(Attr attr);
 bool bundleIsTrainable(BundleKind kind);
 bool bundleIsGeometric(BundleKind kind);
@@ -85,6 +93,20 @@ struct Geometry {
   int64_t kernels = 0;     // maps · Π_{unshared d} N[d] (convolve)
 };
 
+/// How a bundle is computed: its canonical kernel and the sizes of the
+/// grouped matrix products it becomes (set by the `lower` pass). For a
+/// convolution, kernel (m, u) -- map m, position u along the unshared
+/// dimensions -- applies to `positions` places; `groups` = the number of u.
+struct Lowering {
+  bool lowered = false;
+  KernelKind kernel = KernelKind::Dense;
+  int64_t groups = 1;    // Π N[d] over unshared dimensions (convolution)
+  int64_t maps = 1;      // Π MapCount (convolution)
+  int64_t positions = 1; // Π N[d] over shared dimensions; pool/norm: output count
+  int64_t window = 1;    // Π K (geometric kinds)
+  bool padded = false;   // some window reaches dummy (padding) cells
+};
+
 /// One connection bundle, owned by its destination layer.
 struct Bundle {
   BundleKind kind = BundleKind::All;
@@ -108,6 +130,7 @@ struct Bundle {
   int64_t edges = 0;  // where: true (s, d) pairs; all: src·dst
   int64_t params = 0; // weights (and per-kernel biases) of this bundle
   int64_t flops = 0;  // forward multiply-adds counted as 2
+  Lowering lowering;  // canonical kernel (lower pass)
   double alpha() const { return numberAttr(Attr::Alpha, 0); }
   double beta() const { return numberAttr(Attr::Beta, 0); }
   double offset() const { return numberAttr(Attr::Offset, 1); } // D11

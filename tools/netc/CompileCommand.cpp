@@ -1,6 +1,10 @@
-// CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir [--after=PASS]`:
-// stops after a stage and prints it as deterministic text (golden tests).
+// CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir|plan
+// [--after=PASS]`: stops after a stage and prints it as deterministic text
+// (golden tests). `plan` is the training plan, `inference-plan` the forward
+// ops only.
 #include "CommandSupport.h"
+
+#include "codegen/Codegen.h"
 
 #include "frontend/AstDump.h"
 #include "ir/IrPrinter.h"
@@ -40,6 +44,19 @@ int runCompile(const CompileArgs &args) {
   } else if (args.emit == "ast") {
     c = compileSource(file, args.compile.options(), Stage::Parse);
     out = dumpAst(c->parse.program, c->file);
+  } else if (args.emit == "plan" || args.emit == "inference-plan") {
+    c = compileSource(file, args.compile.options());
+    if (!c->diags.hasErrors()) {
+      plan::PlanOptions options;
+      options.training = args.emit == "plan";
+      auto built = plan::buildPlan(c->network, options);
+      if (!built) {
+        printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
+        std::fprintf(stderr, "netc: error: %s\n", built.message().c_str());
+        return kInputError;
+      }
+      out = plan::printPlan(*built);
+    }
   } else {
     Stage stage = args.after == "sema" ? Stage::Sema : Stage::Passes;
     c = compileSource(file, args.compile.options(), stage, args.after);
@@ -56,8 +73,8 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App *cmd = app.add_subcommand("compile", "Run the compiler up to a stage and print it");
   cmd->add_option("file", args->file, "Net# file")->required();
-  cmd->add_option("--emit", args->emit, "What to print: tokens, ast or ir")
-      ->check(CLI::IsMember({"tokens", "ast", "ir"}))
+  cmd->add_option("--emit", args->emit, "What to print: tokens, ast, ir, plan (training) or inference-plan")
+      ->check(CLI::IsMember({"tokens", "ast", "ir", "plan", "inference-plan"}))
       ->capture_default_str();
   cmd->add_option("--after", args->after, "With --emit=ir: stop after this pass ('sema' or a pass name)");
   args->compile.addTo(*cmd);

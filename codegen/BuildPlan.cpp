@@ -1,0 +1,382 @@
+// BuildPlan.cpp -- lowers a checked network to a Plan: parameters (one per
+// tied group after `share`), buffers per layer, forward ops per lowered
+// bundle in dependency order, the loss op chosen by the output function
+// (NETSHARP §13 D16), then the backward ops (Autodiff.cpp), one update op per
+// trained parameter, and memory planning (PlanMemory.cpp).
+#include "codegen/Codegen.h"
+#include "codegen/IndexTables.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace netc::plan {
+
+namespace {
+
+/// Layers in an order where every source comes before its destinations.
+std::vector<int> dependencyOrder(const ir::Network &net) {
+  const size_t n = net.layers.size();
+  std::vector<int> pending(n, 0), order;
+  std::vector<std::vector<int>> consumers(n);
+  for (size_t l = 0; l < n; ++l)
+    for (const ir::Bundle &b : net.layers[l].bundles) {
+      ++pending[l];
+      consumers[static_cast<size_t>(b.source)].push_back(static_cast<int>(l));
+    }
+  for (size_t l = 0; l < n; ++l)
+    if (pending[l] == 0)
+      order.push_back(static_cast<int>(l));
+  for (size_t i = 0; i < order.size(); ++i)
+    for (int c : consumers[static_cast<size_t>(order[i])])
+      if (--pending[static_cast<size_t>(c)] == 0)
+        order.push_back(c);
+  return order;
+}
+
+std::string bundleName(const ir::Layer &layer, size_t bundleIndex) {
+  const ir::Bundle &b = layer.bundles[bundleIndex];
+  size_t sameSource = 0;
+  for (size_t i = 0; i < bundleIndex; ++i)
+    sameSource += layer.bundles[i].sourceName == b.sourceName ? 1 : 0;
+  std::string name = layer.name + "/" + b.sourceName;
+  if (sameSource)
+    name += fmt::format("#{}", sameSource);
+  return name;
+}
+
+class PlanBuilder {
+public:
+  PlanBuilder(const ir::Network &net, const PlanOptions &options) : net_(net), options_(options) {}
+
+  Expected<Plan> build() {
+    if (Status s = checkPlannable(); !s)
+      return s.message().empty() ? fail("the network cannot be planned") : Error{s.message()};
+    plan_.network = net_.name;
+    plan_.training = options_.training;
+    createParameters();
+    createInputs();
+    for (int l : dependencyOrder(net_))
+      if (net_.layers[static_cast<size_t>(l)].kind != ir::LayerKind::Input)
+        emitLayer(l);
+    plan_.forwardEnd = plan_.ops.size();
+    emitLoss();
+    plan_.lossEnd = plan_.ops.size();
+    if (options_.training) {
+      appendBackward(plan_);
+      plan_.backwardEnd = plan_.ops.size();
+      emitUpdates();
+    } else {
+      plan_.backwardEnd = plan_.ops.size();
+    }
+    planMemory(plan_, options_.reuseMemory);
+    return std::move(plan_);
+  }
+
+private:
+  Status checkPlannable() const {
+    if (net_.output < 0 || net_.inputs.empty())
+      return fail("the network has no output or no input layer");
+    for (const ir::Layer &layer : net_.layers) {
+      if (!layer.valid || layer.nodes <= 0)
+        return fail(fmt::format("layer '{}' has no valid size", layer.name));
+      if (layer.nodes > INT32_MAX)
+        return fail(fmt::format("layer '{}' has {} nodes; at most {} are supported", layer.name, layer.nodes,
+                                INT32_MAX));
+      for (const ir::Bundle &b : layer.bundles)
+        if (!b.valid || !b.lowering.lowered)
+          return fail(
+              fmt::format("the bundle from '{}' into '{}' could not be lowered", b.sourceName, layer.name));
+    }
+    return Status::success();
+  }
+
+  int valuesBuffer(std::string name, int64_t nodes, BufferRole role = BufferRole::Values) {
+    Buffer b;
+    b.name = std::move(name);
+    b.role = role;
+    b.perSample = nodes;
+    return plan_.addBuffer(std::move(b));
+  }
+  int fixedBuffer(std::string name, BufferRole role, int64_t count) {
+    Buffer b;
+    b.name = std::move(name);
+    b.role = role;
+    b.fixed = count;
+    return plan_.addBuffer(std::move(b));
+  }
+  int tableBuffer(std::string name, std::vector<int32_t> table) {
+    Buffer b;
+    b.name = std::move(name);
+    b.role = BufferRole::Table;
+    b.type = ElementType::I32;
+    b.fixed = static_cast<int64_t>(table.size());
+    b.table = std::move(table);
+    return plan_.addBuffer(std::move(b));
+  }
+
+  /// One Parameter per unique trainable tensor; tied tensors share one.
+  void createParameters() {
+    std::map<ir::ParamRef, size_t> groupOf;
+    for (size_t g = 0; g < net_.shareGroups.size(); ++g)
+      for (const ir::ParamRef &ref : net_.shareGroups[g])
+        groupOf[ref] = g;
+    std::map<size_t, int> parameterOfGroup;
+    auto add = [&](ir::ParamRef ref, std::string name, std::vector<int64_t> shape, bool isBias,
+                   std::vector<double> given, int64_t fanIn, int64_t fanOut) {
+      auto g = groupOf.find(ref);
+      if (g != groupOf.end()) {
+        auto p = parameterOfGroup.find(g->second);
+        if (p != parameterOfGroup.end()) {
+          plan_.parameters[static_cast<size_t>(p->second)].owners.push_back(ref);
+          parameterOf_[ref] = p->second;
+          return;
+        }
+      }
+      Parameter param;
+      param.name = std::move(name);
+      param.shape = std::move(shape);
+      param.count = 1;
+      for (int64_t d : param.shape)
+        param.count *= d;
+      param.owners.push_back(ref);
+      param.isBias = isBias;
+      param.givenValues = std::move(given);
+      param.fanIn = std::max<int64_t>(1, fanIn);
+      param.fanOut = std::max<int64_t>(1, fanOut);
+      param.buffer = fixedBuffer(param.name, BufferRole::Parameter, param.count);
+      if (options_.training)
+        param.gradient = fixedBuffer("d" + param.name, BufferRole::ParameterGrad, param.count);
+      int index = static_cast<int>(plan_.parameters.size());
+      plan_.parameters.push_back(std::move(param));
+      parameterOf_[ref] = index;
+      if (g != groupOf.end())
+        parameterOfGroup[g->second] = index;
+    };
+    for (size_t l = 0; l < net_.layers.size(); ++l) {
+      const ir::Layer &layer = net_.layers[l];
+      for (size_t b = 0; b < layer.bundles.size(); ++b) {
+        const ir::Bundle &bundle = layer.bundles[b];
+        if (!ir::bundleIsTrainable(bundle.kind))
+          continue;
+        const ir::Layer &src = net_.layers[static_cast<size_t>(bundle.source)];
+        ir::ParamRef ref{static_cast<int>(l), static_cast<int>(b)};
+        std::vector<double> given = bundle.weights ? *bundle.weights : std::vector<double>{};
+        std::string name = bundleName(layer, b) + "/weights";
+        if (bundle.kind == ir::BundleKind::All)
+          add(ref, name, {layer.nodes, src.nodes}, false, given, src.nodes, layer.nodes);
+        else if (bundle.kind == ir::BundleKind::Where)
+          add(ref, name, {bundle.edges}, false, given, std::max<int64_t>(1, bundle.edges / layer.nodes),
+              std::max<int64_t>(1, bundle.edges / src.nodes));
+        else
+          add(ref, name, {bundle.geometry.kernels, 1 + bundle.geometry.kernelSize}, false, given,
+              bundle.geometry.kernelSize, bundle.lowering.maps * bundle.geometry.kernelSize);
+      }
+      if (layer.hasBias)
+        add({static_cast<int>(l), -1}, layer.name + "/biases", {layer.nodes}, true,
+            layer.biases ? *layer.biases : std::vector<double>{}, layer.nodes, layer.nodes);
+    }
+  }
+
+  void createInputs() {
+    plan_.featureCount = 0;
+    for (int i : net_.inputs)
+      plan_.featureCount += net_.layers[static_cast<size_t>(i)].nodes;
+    plan_.features = valuesBuffer("features", plan_.featureCount, BufferRole::Features);
+    plan_.labels = valuesBuffer("labels", 1, BufferRole::Labels);
+    plan_.metrics = fixedBuffer("metrics", BufferRole::Metrics, 2);
+    values_.assign(net_.layers.size(), -1);
+    pre_.assign(net_.layers.size(), -1);
+    if (net_.inputs.size() == 1) {
+      values_[static_cast<size_t>(net_.inputs[0])] = plan_.features;
+      return;
+    }
+    int64_t offset = 0;
+    for (int i : net_.inputs) {
+      const ir::Layer &layer = net_.layers[static_cast<size_t>(i)];
+      int buffer = valuesBuffer(layer.name, layer.nodes);
+      values_[static_cast<size_t>(i)] = buffer;
+      Op op;
+      op.kind = OpKind::SliceInput;
+      op.in = {plan_.features};
+      op.out = {buffer};
+      op.attrs = SliceAttrs{offset, layer.nodes, plan_.featureCount};
+      op.layer = i;
+      plan_.ops.push_back(std::move(op));
+      offset += layer.nodes;
+    }
+  }
+
+  void emitLayer(int l) {
+    const ir::Layer &layer = net_.layers[static_cast<size_t>(l)];
+    ir::Activation fn = layer.function.value_or(ir::Activation::Linear);
+    int pre = valuesBuffer(fn == ir::Activation::Linear ? layer.name : layer.name + ".pre", layer.nodes);
+    pre_[static_cast<size_t>(l)] = pre;
+    for (size_t b = 0; b < layer.bundles.size(); ++b)
+      emitBundle(l, static_cast<int>(b), pre, /*accumulate=*/b > 0);
+    if (layer.hasBias) {
+      Op op;
+      op.kind = OpKind::AddBias;
+      op.in = {parameterBuffer({l, -1})};
+      op.out = {pre};
+      op.accumulate = true;
+      op.attrs = DenseAttrs{layer.nodes, layer.nodes};
+      op.layer = l;
+      plan_.ops.push_back(std::move(op));
+    }
+    if (fn == ir::Activation::Linear) {
+      values_[static_cast<size_t>(l)] = pre;
+      return;
+    }
+    int act = valuesBuffer(layer.name, layer.nodes);
+    values_[static_cast<size_t>(l)] = act;
+    Op op;
+    op.kind = OpKind::Activate;
+    op.in = {pre};
+    op.out = {act};
+    op.attrs = ActivationAttrs{fn, layer.nodes};
+    op.layer = l;
+    plan_.ops.push_back(std::move(op));
+  }
+
+  int parameterBuffer(ir::ParamRef ref) const {
+    return plan_.parameters[static_cast<size_t>(parameterOf_.at(ref))].buffer;
+  }
+
+  void emitBundle(int l, int b, int out, bool accumulate) {
+    const ir::Layer &layer = net_.layers[static_cast<size_t>(l)];
+    const ir::Bundle &bundle = layer.bundles[static_cast<size_t>(b)];
+    const ir::Layer &src = net_.layers[static_cast<size_t>(bundle.source)];
+    const int x = values_[static_cast<size_t>(bundle.source)];
+    const std::string name = bundleName(layer, static_cast<size_t>(b));
+    const ir::Lowering &low = bundle.lowering;
+    Op op;
+    op.out = {out};
+    op.accumulate = accumulate;
+    op.layer = l;
+    op.bundle = b;
+    switch (low.kernel) {
+    case ir::KernelKind::Dense:
+      op.kind = OpKind::Dense;
+      op.in = {x, parameterBuffer({l, b})};
+      op.attrs = DenseAttrs{src.nodes, layer.nodes};
+      break;
+    case ir::KernelKind::Sparse: {
+      SparseTables t = sparseTables(bundle, src, layer);
+      op.kind = OpKind::Sparse;
+      op.in = {x,
+               parameterBuffer({l, b}),
+               tableBuffer(name + ".row-start", std::move(t.rowStart)),
+               tableBuffer(name + ".column", std::move(t.column)),
+               tableBuffer(name + ".col-start", std::move(t.colStart)),
+               tableBuffer(name + ".row", std::move(t.row)),
+               tableBuffer(name + ".edge", std::move(t.edge))};
+      op.attrs = SparseAttrs{src.nodes, layer.nodes, bundle.edges};
+      break;
+    }
+    case ir::KernelKind::MaxPool:
+    case ir::KernelKind::MeanPool:
+    case ir::KernelKind::ResponseNorm: {
+      WindowTables t = windowTables(bundle);
+      op.kind = low.kernel == ir::KernelKind::MaxPool    ? OpKind::MaxPool
+                : low.kernel == ir::KernelKind::MeanPool ? OpKind::MeanPool
+                                                         : OpKind::ResponseNorm;
+      op.in = {x, tableBuffer(name + ".window", std::move(t.window))};
+      if (op.kind == OpKind::ResponseNorm)
+        op.in.push_back(tableBuffer(name + ".centre", std::move(t.centre)));
+      WindowAttrs attrs{src.nodes, layer.nodes, low.window};
+      attrs.alpha = static_cast<float>(bundle.alpha());
+      attrs.beta = static_cast<float>(bundle.beta());
+      attrs.offset = static_cast<float>(bundle.offset());
+      attrs.averageOverFullKernel = bundle.avgOverFullKernel;
+      op.attrs = attrs;
+      break;
+    }
+    default: { // every convolution kind
+      ConvolutionTables t = convolutionTables(bundle);
+      op.kind = OpKind::Convolution;
+      op.in = {x, parameterBuffer({l, b}), tableBuffer(name + ".gather", std::move(t.gather)),
+               tableBuffer(name + ".scatter", std::move(t.scatter))};
+      op.attrs =
+          ConvAttrs{low.kernel, src.nodes, layer.nodes, low.groups, low.maps, low.positions, low.window};
+      op.scratch = convolutionScratch(plan_, name, op.get<ConvAttrs>());
+      break;
+    }
+    }
+    plan_.ops.push_back(std::move(op));
+  }
+
+  void emitLoss() {
+    const ir::Layer &out = net_.layers[static_cast<size_t>(net_.output)];
+    const ir::Activation fn = out.function.value_or(ir::Activation::Linear);
+    plan_.output = values_[static_cast<size_t>(net_.output)];
+    plan_.outputNodes = out.nodes;
+    plan_.outputFunction = fn;
+    Op op;
+    op.layer = net_.output;
+    op.in = {plan_.output, plan_.labels};
+    int pre = pre_[static_cast<size_t>(net_.output)];
+    if (fn == ir::Activation::Softmax || fn == ir::Activation::Sigmoid) {
+      // Fused with the output function: the gradient is taken with respect
+      // to the pre-activation values directly.
+      op.kind = fn == ir::Activation::Softmax ? OpKind::SoftmaxCrossEntropy : OpKind::SigmoidCrossEntropy;
+      plan_.loss = fn == ir::Activation::Softmax ? LossKind::CrossEntropy : LossKind::BinaryCrossEntropy;
+      op.out = {gradientFor(pre, out.name + ".pre"), plan_.metrics};
+      op.attrs = LossAttrs{out.nodes, pre};
+    } else {
+      op.kind = OpKind::SquaredError;
+      plan_.loss = LossKind::SquaredError;
+      op.out = {gradientFor(plan_.output, out.name), plan_.metrics};
+      op.attrs = LossAttrs{out.nodes, plan_.output};
+    }
+    plan_.ops.push_back(std::move(op));
+  }
+
+  /// The gradient buffer of a values buffer, written by the loss op (the
+  /// backward pass finds it through LossAttrs::gradientOf).
+  int gradientFor(int values, const std::string &name) {
+    Buffer b;
+    b.name = "d" + name;
+    b.role = BufferRole::Gradient;
+    b.perSample = plan_.buffers[static_cast<size_t>(values)].perSample;
+    return plan_.addBuffer(std::move(b));
+  }
+
+  void emitUpdates() {
+    // A parameter whose gradient no op writes (its layer does not lead to the
+    // output) is not updated.
+    std::vector<bool> written(plan_.buffers.size(), false);
+    for (const Op &op : plan_.ops)
+      for (int o : op.out)
+        written[static_cast<size_t>(o)] = true;
+    for (size_t p = 0; p < plan_.parameters.size(); ++p) {
+      Parameter &param = plan_.parameters[p];
+      if (!written[static_cast<size_t>(param.gradient)])
+        continue;
+      for (int s = 0; s < options_.optimizerStateSlots; ++s)
+        param.state.push_back(
+            fixedBuffer(fmt::format("{}.state{}", param.name, s), BufferRole::OptimizerState, param.count));
+      Op op;
+      op.kind = OpKind::Update;
+      op.in = {param.gradient};
+      op.out = {param.buffer};
+      op.out.insert(op.out.end(), param.state.begin(), param.state.end());
+      op.attrs = UpdateAttrs{static_cast<int>(p), param.count};
+      plan_.ops.push_back(std::move(op));
+    }
+  }
+
+  const ir::Network &net_;
+  PlanOptions options_;
+  Plan plan_;
+  std::map<ir::ParamRef, int> parameterOf_;
+  std::vector<int> values_, pre_;
+};
+
+} // namespace
+
+Expected<Plan> buildPlan(const ir::Network &network, const PlanOptions &options) {
+  return PlanBuilder(network, options).build();
+}
+
+} // namespace netc::plan

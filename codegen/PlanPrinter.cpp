@@ -1,0 +1,110 @@
+// PlanPrinter.cpp -- the Plan as deterministic text for `netc compile
+// --emit=plan` and the golden tests: a header with the loss and memory, the
+// parameters, the buffers with their planned arena offsets, then the ops of
+// each phase with their attributes and buffers by name.
+#include "codegen/Codegen.h"
+
+#include <fmt/format.h>
+
+namespace netc::plan {
+
+namespace {
+
+std::string shape(const std::vector<int64_t> &dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    out += fmt::format("{}{}", i ? ", " : "", dims[i]);
+  return out + "]";
+}
+
+std::string attributes(const Op &op) {
+  struct Visitor {
+    std::string operator()(const NoAttrs &) const { return ""; }
+    std::string operator()(const SliceAttrs &a) const {
+      return fmt::format(" offset={} width={}", a.offset, a.width);
+    }
+    std::string operator()(const DenseAttrs &a) const {
+      return fmt::format(" inputs={} outputs={}", a.inputs, a.outputs);
+    }
+    std::string operator()(const SparseAttrs &a) const {
+      return fmt::format(" inputs={} outputs={} edges={}", a.inputs, a.outputs, a.edges);
+    }
+    std::string operator()(const ConvAttrs &a) const {
+      return fmt::format(" kernel={} groups={} maps={} positions={} window={}", ir::kernelKindName(a.kernel),
+                         a.groups, a.maps, a.positions, a.window);
+    }
+    std::string operator()(const WindowAttrs &a) const {
+      return fmt::format(" outputs={} window={}", a.outputs, a.window);
+    }
+    std::string operator()(const ActivationAttrs &a) const {
+      return fmt::format(" function={}", ir::activationName(a.function));
+    }
+    std::string operator()(const LossAttrs &a) const { return fmt::format(" nodes={}", a.nodes); }
+    std::string operator()(const UpdateAttrs &a) const { return fmt::format(" count={}", a.count); }
+  };
+  std::string out = std::visit(Visitor{}, op.attrs);
+  if (op.kind == OpKind::ResponseNorm || op.kind == OpKind::ResponseNormGrad) {
+    const WindowAttrs &a = op.get<WindowAttrs>();
+    out += fmt::format(" alpha={} beta={} offset={} avg-over-full-kernel={}", a.alpha, a.beta, a.offset,
+                       a.averageOverFullKernel);
+  }
+  return out;
+}
+
+std::string names(const Plan &plan, const std::vector<int> &buffers) {
+  std::string out;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    out += fmt::format("{}{}", i ? ", " : "", plan.buffers[static_cast<size_t>(buffers[i])].name);
+  return out;
+}
+
+std::string_view phaseName(size_t index, const Plan &plan) {
+  if (index < plan.forwardEnd)
+    return "forward";
+  if (index < plan.lossEnd)
+    return "loss";
+  if (index < plan.backwardEnd)
+    return "backward";
+  return "update";
+}
+
+} // namespace
+
+std::string printPlan(const Plan &plan) {
+  std::string out = fmt::format("plan {} {} loss={} features={} outputs={}\n", plan.network,
+                                plan.training ? "training" : "inference", lossName(plan.loss),
+                                plan.featureCount, plan.outputNodes);
+  out += fmt::format("memory arena={} floats/sample (without reuse {}) fixed={} values\n",
+                     plan.memory.arenaPerSample, plan.memory.unplannedPerSample, plan.memory.fixedElements);
+  for (const Parameter &p : plan.parameters) {
+    out += fmt::format("parameter {} {} count={} init={}", p.name, shape(p.shape), p.count,
+                       p.givenValues.empty() ? "random" : "given");
+    if (p.owners.size() > 1)
+      out += fmt::format(" tied={}", p.owners.size());
+    out += "\n";
+  }
+  for (const Buffer &b : plan.buffers) {
+    out += fmt::format("buffer {} {} ", b.name, bufferRoleName(b.role));
+    if (b.batchScaled())
+      out += fmt::format("{}/sample @{}", b.perSample, b.arenaOffset);
+    else
+      out += fmt::format("{}{}", b.fixed, b.type == ElementType::I32 ? " i32" : "");
+    out += "\n";
+  }
+  std::string_view phase;
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const Op &op = plan.ops[i];
+    if (phaseName(i, plan) != phase) {
+      phase = phaseName(i, plan);
+      out += fmt::format("{}:\n", phase);
+    }
+    out += fmt::format("  {}{}{} in=[{}] out=[{}]", opName(op.kind), attributes(op),
+                       op.accumulate ? " accumulate" : "", names(plan, op.in), names(plan, op.out));
+    if (!op.scratch.empty())
+      out += fmt::format(" scratch=[{}]", names(plan, op.scratch));
+    out += "\n";
+  }
+  return out;
+}
+
+} // namespace netc::plan

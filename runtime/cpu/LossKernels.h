@@ -1,0 +1,77 @@
+// LossKernels.h -- the three losses of NETSHARP §13 D16 as templates over the
+// arithmetic type, shared by the fast (float) and reference (double) kernel
+// tables so both report the same metrics. Each writes the gradient of the
+// mean loss over the batch and the batch's [loss sum, correct count].
+// Labels are class indices (one-hot targets) or, for one output node, the
+// target value itself; a class label outside [0, nodes) contributes no
+// target (the trainer rejects such data before it gets here).
+#pragma once
+
+#include "runtime/cpu/Kernels.h"
+
+#include <cmath>
+
+namespace netc::runtime::cpu {
+
+template <class T> struct LossTarget {
+  int64_t nodes;
+  float label;
+  /// The target value of node i.
+  T operator()(int64_t i) const {
+    if (nodes == 1)
+      return T(label);
+    return static_cast<int64_t>(label) == i && label == std::floor(label) ? T(1) : T(0);
+  }
+};
+
+template <class T> int64_t argmax(const float *row, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (row[i] > row[best])
+      best = i;
+  return best;
+}
+
+template <class T> bool isCorrect(const float *row, int64_t n, float label) {
+  if (n == 1)
+    return (row[0] > 0.5f ? 1.0f : 0.0f) == label;
+  return static_cast<float>(argmax<T>(row, n)) == label;
+}
+
+/// kind: 0 softmax cross-entropy, 1 sigmoid binary cross-entropy, 2 squared error.
+template <class T> void lossKernel(const KernelCall &c, int kind) {
+  const int64_t n = c.op.get<plan::LossAttrs>().nodes, batch = c.batch;
+  const float *y = c.in(0), *labels = c.in(1);
+  float *grad = c.out(0), *metrics = c.out(1);
+  const T scale = T(1) / T(batch);
+  const T tiny = T(1e-30);
+  T lossSum = 0, correct = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const float *row = y + b * n;
+    float *g = grad + b * n;
+    LossTarget<T> target{n, labels[b]};
+    T loss = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const T p = row[i], t = target(i);
+      switch (kind) {
+      case 0: // D16: mean categorical cross-entropy, gradient w.r.t. the logits
+        loss -= t * std::log(std::max(p, tiny));
+        g[i] = static_cast<float>((p - t) * scale);
+        break;
+      case 1: // mean binary cross-entropy per node, gradient w.r.t. the logits
+        loss -= (t * std::log(std::max(p, tiny)) + (1 - t) * std::log(std::max(1 - p, tiny))) / T(n);
+        g[i] = static_cast<float>((p - t) * scale / T(n));
+        break;
+      default: // mean squared error per node
+        loss += (p - t) * (p - t) / T(n);
+        g[i] = static_cast<float>(2 * (p - t) * scale / T(n));
+      }
+    }
+    lossSum += loss;
+    correct += isCorrect<T>(row, n, labels[b]) ? 1 : 0;
+  }
+  metrics[0] = static_cast<float>(lossSum);
+  metrics[1] = static_cast<float>(correct);
+}
+
+} // namespace netc::runtime::cpu

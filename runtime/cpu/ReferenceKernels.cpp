@@ -1,0 +1,225 @@
+// ReferenceKernels.cpp -- the naive reference implementation of every op
+// (DESIGN.md §6, §8): straightforward loops over the definitions, in double,
+// with no BLAS, no im2col and no threads. The numeric tests compare the fast
+// kernels against these, and the finite-difference tests check the backward
+// ops of this table against its forward ops.
+#include "runtime/cpu/ElementwiseKernels.h"
+#include "runtime/cpu/LossKernels.h"
+#include "runtime/cpu/WindowKernels.h"
+
+#include <vector>
+
+namespace netc::runtime::cpu::reference {
+
+namespace {
+void store(float &out, double value, bool accumulate) {
+  out = static_cast<float>(accumulate ? double(out) + value : value);
+}
+} // namespace
+
+void SliceInput(const KernelCall &c) {
+  const auto &a = c.op.get<plan::SliceAttrs>();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < a.width; ++i)
+      c.out()[b * a.width + i] = c.in(0)[b * a.total + a.offset + i];
+}
+
+void Dense(const KernelCall &c) {
+  const auto &a = c.op.get<plan::DenseAttrs>();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t o = 0; o < a.outputs; ++o) {
+      double sum = 0;
+      for (int64_t i = 0; i < a.inputs; ++i)
+        sum += double(c.in(0)[b * a.inputs + i]) * c.in(1)[o * a.inputs + i];
+      store(c.out()[b * a.outputs + o], sum, c.op.accumulate);
+    }
+}
+
+void DenseGradWeights(const KernelCall &c) {
+  const auto &a = c.op.get<plan::DenseAttrs>();
+  for (int64_t o = 0; o < a.outputs; ++o)
+    for (int64_t i = 0; i < a.inputs; ++i) {
+      double sum = 0;
+      for (int64_t b = 0; b < c.batch; ++b)
+        sum += double(c.in(0)[b * a.outputs + o]) * c.in(1)[b * a.inputs + i];
+      store(c.out()[o * a.inputs + i], sum, c.op.accumulate);
+    }
+}
+
+void DenseGradInput(const KernelCall &c) {
+  const auto &a = c.op.get<plan::DenseAttrs>();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < a.inputs; ++i) {
+      double sum = 0;
+      for (int64_t o = 0; o < a.outputs; ++o)
+        sum += double(c.in(0)[b * a.outputs + o]) * c.in(1)[o * a.inputs + i];
+      store(c.out()[b * a.inputs + i], sum, c.op.accumulate);
+    }
+}
+
+void Sparse(const KernelCall &c) {
+  const auto &a = c.op.get<plan::SparseAttrs>();
+  const int32_t *rowStart = c.inTable(2), *column = c.inTable(3);
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t d = 0; d < a.outputs; ++d) {
+      double sum = 0;
+      for (int32_t e = rowStart[d]; e < rowStart[d + 1]; ++e)
+        sum += double(c.in(1)[e]) * c.in(0)[b * a.inputs + column[e]];
+      store(c.out()[b * a.outputs + d], sum, c.op.accumulate);
+    }
+}
+
+void SparseGradWeights(const KernelCall &c) {
+  const auto &a = c.op.get<plan::SparseAttrs>();
+  const int32_t *rowStart = c.inTable(2), *column = c.inTable(3);
+  for (int64_t d = 0; d < a.outputs; ++d)
+    for (int32_t e = rowStart[d]; e < rowStart[d + 1]; ++e) {
+      double sum = 0;
+      for (int64_t b = 0; b < c.batch; ++b)
+        sum += double(c.in(0)[b * a.outputs + d]) * c.in(1)[b * a.inputs + column[e]];
+      store(c.out()[e], sum, c.op.accumulate);
+    }
+}
+
+void SparseGradInput(const KernelCall &c) {
+  // dx[s] = Σ over the edges e leaving s of w[e] · dy[destination of e].
+  const auto &a = c.op.get<plan::SparseAttrs>();
+  const int32_t *colStart = c.inTable(2), *row = c.inTable(3), *edge = c.inTable(4);
+  std::vector<double> sum(static_cast<size_t>(a.inputs));
+  for (int64_t b = 0; b < c.batch; ++b) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int64_t s = 0; s < a.inputs; ++s)
+      for (int32_t t = colStart[s]; t < colStart[s + 1]; ++t)
+        sum[static_cast<size_t>(s)] += double(c.in(1)[edge[t]]) * c.in(0)[b * a.outputs + row[t]];
+    for (int64_t s = 0; s < a.inputs; ++s)
+      store(c.out()[b * a.inputs + s], sum[static_cast<size_t>(s)], c.op.accumulate);
+  }
+}
+
+// Convolution: output scatter[m·U+u][p] = bias(m,u) + Σ_k W(m,u)[k] · x[gather[u][p][k]].
+void Convolution(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConvAttrs>();
+  const float *w = c.in(1);
+  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
+  const int64_t row = 1 + a.window;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t m = 0; m < a.maps; ++m)
+      for (int64_t u = 0; u < a.groups; ++u)
+        for (int64_t p = 0; p < a.positions; ++p) {
+          const float *kernel = w + (m * a.groups + u) * row;
+          double sum = kernel[0];
+          for (int64_t k = 0; k < a.window; ++k) {
+            int32_t s = gather[(u * a.positions + p) * a.window + k];
+            if (s >= 0)
+              sum += double(kernel[1 + k]) * c.in(0)[b * a.inputs + s];
+          }
+          store(c.out()[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]], sum, c.op.accumulate);
+        }
+}
+
+void ConvolutionGradWeights(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConvAttrs>();
+  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
+  const int64_t row = 1 + a.window;
+  for (int64_t m = 0; m < a.maps; ++m)
+    for (int64_t u = 0; u < a.groups; ++u) {
+      std::vector<double> sum(static_cast<size_t>(row), 0.0);
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t p = 0; p < a.positions; ++p) {
+          const double g = c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
+          sum[0] += g;
+          for (int64_t k = 0; k < a.window; ++k) {
+            int32_t s = gather[(u * a.positions + p) * a.window + k];
+            if (s >= 0)
+              sum[static_cast<size_t>(1 + k)] += g * c.in(1)[b * a.inputs + s];
+          }
+        }
+      for (int64_t k = 0; k < row; ++k)
+        store(c.out()[(m * a.groups + u) * row + k], sum[static_cast<size_t>(k)], c.op.accumulate);
+    }
+}
+
+void ConvolutionGradInput(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConvAttrs>();
+  const float *w = c.in(1);
+  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
+  const int64_t row = 1 + a.window;
+  std::vector<double> sum(static_cast<size_t>(a.inputs));
+  for (int64_t b = 0; b < c.batch; ++b) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int64_t m = 0; m < a.maps; ++m)
+      for (int64_t u = 0; u < a.groups; ++u)
+        for (int64_t p = 0; p < a.positions; ++p) {
+          const double g = c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
+          for (int64_t k = 0; k < a.window; ++k) {
+            int32_t s = gather[(u * a.positions + p) * a.window + k];
+            if (s >= 0)
+              sum[static_cast<size_t>(s)] += g * w[(m * a.groups + u) * row + 1 + k];
+          }
+        }
+    for (int64_t s = 0; s < a.inputs; ++s)
+      store(c.out()[b * a.inputs + s], sum[static_cast<size_t>(s)], c.op.accumulate);
+  }
+}
+
+void AddBias(const KernelCall &c) {
+  const auto &a = c.op.get<plan::DenseAttrs>();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < a.outputs; ++i)
+      store(c.out()[b * a.outputs + i], c.in(0)[i], true);
+}
+
+void BiasGrad(const KernelCall &c) {
+  const auto &a = c.op.get<plan::DenseAttrs>();
+  for (int64_t i = 0; i < a.outputs; ++i) {
+    double sum = 0;
+    for (int64_t b = 0; b < c.batch; ++b)
+      sum += c.in(0)[b * a.outputs + i];
+    store(c.out()[i], sum, c.op.accumulate);
+  }
+}
+
+void Update(const KernelCall &c) {
+  const auto &a = c.op.get<plan::UpdateAttrs>();
+  float *state[optim::kMaxStateSlots] = {};
+  for (size_t s = 1; s < c.op.out.size() && s <= optim::kMaxStateSlots; ++s)
+    state[s - 1] = c.out(s);
+  const UpdateSettings &u = *c.update;
+  optim::referenceUpdate(u.optimizer, c.out(0), c.in(0), state, a.count, u.hyper, u.step, u.learningRate);
+}
+
+void MaxPool(const KernelCall &c) {
+  maxPool<double>(c);
+}
+void MaxPoolGrad(const KernelCall &c) {
+  maxPoolGrad<double>(c);
+}
+void MeanPool(const KernelCall &c) {
+  meanPool<double>(c);
+}
+void MeanPoolGrad(const KernelCall &c) {
+  meanPoolGrad<double>(c);
+}
+void ResponseNorm(const KernelCall &c) {
+  responseNorm<double>(c);
+}
+void ResponseNormGrad(const KernelCall &c) {
+  responseNormGrad<double>(c);
+}
+void Activate(const KernelCall &c) {
+  activate<double>(c);
+}
+void ActivateGrad(const KernelCall &c) {
+  activateGrad<double>(c);
+}
+void SoftmaxCrossEntropy(const KernelCall &c) {
+  lossKernel<double>(c, 0);
+}
+void SigmoidCrossEntropy(const KernelCall &c) {
+  lossKernel<double>(c, 1);
+}
+void SquaredError(const KernelCall &c) {
+  lossKernel<double>(c, 2);
+}
+
+} // namespace netc::runtime::cpu::reference
