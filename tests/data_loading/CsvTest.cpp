@@ -1,0 +1,170 @@
+// CsvTest.cpp -- the CSV reader (header detection, label column, errors
+// located as file:line:column) and the data-folder loader's messages for a
+// missing folder, a folder without data and incomplete file pairs.
+#include "runtime/data/Csv.h"
+#include "DataTestSupport.h"
+#include "runtime/data/DataFolder.h"
+
+#include <gmock/gmock.h>
+
+namespace netc::data {
+namespace {
+
+using namespace netc::data::testing;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(CsvTest, ReadsRowsWithAHeader) {
+  Expected<Dataset> data = parseCsv("label,a,b\n1, 2.5 ,3\r\n0,\"-4\",+1e2\n\n", "t.csv");
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->count, 2);
+  EXPECT_EQ(data->featureCount, 2);
+  EXPECT_EQ(data->sampleShape, std::vector<int64_t>{2});
+  EXPECT_EQ(data->features, (std::vector<float>{2.5f, 3.0f, -4.0f, 100.0f}));
+  EXPECT_EQ(data->labels, (std::vector<float>{1.0f, 0.0f}));
+  EXPECT_TRUE(data->integerLabels);
+  EXPECT_EQ(data->classCount, 2);
+  EXPECT_EQ(data->origin, "t.csv");
+}
+
+TEST(CsvTest, ReadsRowsWithoutAHeaderAndALastLabelColumn) {
+  CsvOptions options;
+  options.labelColumn = -1;
+  Expected<Dataset> data = parseCsv("1,2,0.5\n3,4,1.5\n", "t.csv", options);
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->count, 2);
+  EXPECT_EQ(data->features, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(data->labels, (std::vector<float>{0.5f, 1.5f}));
+  EXPECT_FALSE(data->integerLabels);
+  EXPECT_EQ(data->classCount, 0);
+}
+
+TEST(CsvTest, ForcedHeaderAndSeparator) {
+  CsvOptions options;
+  options.header = CsvHeader::Present;
+  options.separator = ';';
+  Expected<Dataset> data = parseCsv("1;2;3\n7;8;9\n", "t.csv", options);
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->count, 1);
+  EXPECT_EQ(data->labels, std::vector<float>{7});
+  EXPECT_EQ(data->classCount, 8);
+}
+
+TEST(CsvTest, NonNumberIsLocated) {
+  Expected<Dataset> data = parseCsv("1,2,3\n0,4,x5\n", "bad.csv");
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), AllOf(HasSubstr("bad.csv:2:5:"), HasSubstr("'x5' is not a number")));
+  data = parseCsv("1,2,3\n 0 , ,5\n", "bad.csv");
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), AllOf(HasSubstr("bad.csv:2:5:"), HasSubstr("is empty")));
+  data = parseCsv("1,2,3\nnan,1,5\n", "bad.csv");
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(),
+              AllOf(HasSubstr("bad.csv:2:1:"), HasSubstr("the label 'nan' is not a finite number")));
+}
+
+TEST(CsvTest, WrongWidth) {
+  Expected<Dataset> data = parseCsv("a,b,c\n1,2,3\n4,5\n", "wide.csv");
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(),
+              AllOf(HasSubstr("wide.csv:3:"), HasSubstr("expected 3 fields"), HasSubstr("found 2")));
+}
+
+TEST(CsvTest, EmptyAndHeaderOnly) {
+  for (const char *text : {"", "\n\n  \n"}) {
+    Expected<Dataset> data = parseCsv(text, "empty.csv");
+    ASSERT_FALSE(data);
+    EXPECT_THAT(data.message(), AllOf(HasSubstr("empty.csv"), HasSubstr("empty file")));
+  }
+  Expected<Dataset> data = parseCsv("label,x\n", "head.csv");
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), AllOf(HasSubstr("head.csv"), HasSubstr("header row but no data rows")));
+}
+
+TEST(CsvTest, LabelColumnOutOfRangeAndSingleColumn) {
+  CsvOptions options;
+  options.labelColumn = 3;
+  Expected<Dataset> data = parseCsv("1,2,3\n", "t.csv", options);
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(),
+              AllOf(HasSubstr("t.csv:1:"), HasSubstr("label column 3"), HasSubstr("3 fields")));
+  data = parseCsv("1\n2\n", "one.csv");
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), AllOf(HasSubstr("one.csv:1:"), HasSubstr("at least one feature")));
+}
+
+TEST(CsvTest, LoadsAFileAndReportsMissingOnes) {
+  TempFolder tmp;
+  writeText(tmp.file("d.csv"), "y,x\n1,0.25\n");
+  Expected<Dataset> data = loadCsv(tmp.file("d.csv"));
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->origin, tmp.file("d.csv"));
+  writeText(tmp.file("bad.csv"), "1,2\n3,y\n");
+  data = loadCsv(tmp.file("bad.csv"));
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), HasSubstr(tmp.file("bad.csv") + ":2:3:"));
+  data = loadCsv(tmp.file("none.csv"));
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), AllOf(HasSubstr(tmp.file("none.csv")), HasSubstr("no such file")));
+  writeText(tmp.file("empty.csv"), "");
+  data = loadCsv(tmp.file("empty.csv"));
+  ASSERT_FALSE(data);
+  EXPECT_THAT(data.message(), AllOf(HasSubstr(tmp.file("empty.csv")), HasSubstr("empty file")));
+}
+
+TEST(DataFolderTest, MissingFolder) {
+  TempFolder tmp;
+  Expected<DataFolder> folder = loadDataFolder(tmp.file("nope"));
+  ASSERT_FALSE(folder);
+  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.file("nope")), HasSubstr("does not exist")));
+  writeText(tmp.file("plain"), "x");
+  folder = loadDataFolder(tmp.file("plain"));
+  ASSERT_FALSE(folder);
+  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.file("plain")), HasSubstr("is not a folder")));
+}
+
+TEST(DataFolderTest, FolderWithoutDataFiles) {
+  TempFolder tmp;
+  writeText(tmp.file("notes.txt"), "hello");
+  Expected<DataFolder> folder = loadDataFolder(tmp.dir());
+  ASSERT_FALSE(folder);
+  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.dir()), HasSubstr("no training data"),
+                                      HasSubstr("train-images-idx3-ubyte[.gz]"),
+                                      HasSubstr("train-labels-idx1-ubyte[.gz]"), HasSubstr("train.csv")));
+}
+
+TEST(DataFolderTest, HalfAnIdxPair) {
+  TempFolder tmp;
+  writeGzip(tmp.file("train-images-idx3-ubyte.gz"), idxImages(4));
+  Expected<DataFolder> folder = loadDataFolder(tmp.dir());
+  ASSERT_FALSE(folder);
+  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.file("train-images-idx3-ubyte.gz")),
+                                      HasSubstr("not train-labels-idx1-ubyte[.gz]")));
+}
+
+TEST(DataFolderTest, CsvFolderAndTestShape) {
+  TempFolder tmp;
+  writeText(tmp.file("train.csv"), "0,1,2\n1,3,4\n2,5,6\n");
+  writeText(tmp.file("test.csv"), "2,9,9\n");
+  Expected<DataFolder> folder = loadDataFolder(tmp.dir());
+  ASSERT_TRUE(folder) << folder.message();
+  EXPECT_EQ(folder->train.count, 3);
+  EXPECT_EQ(folder->train.classCount, 3);
+  ASSERT_TRUE(folder->test);
+  EXPECT_EQ(folder->test->count, 1);
+
+  LoadOptions noTest;
+  noTest.loadTest = false;
+  folder = loadDataFolder(tmp.dir(), noTest);
+  ASSERT_TRUE(folder) << folder.message();
+  EXPECT_FALSE(folder->test);
+
+  writeText(tmp.file("test.csv"), "2,9\n");
+  folder = loadDataFolder(tmp.dir());
+  ASSERT_FALSE(folder);
+  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.file("test.csv")), HasSubstr("test samples are 1"),
+                                      HasSubstr("training samples"), HasSubstr("are 2")));
+}
+
+} // namespace
+} // namespace netc::data

@@ -1,0 +1,163 @@
+// NormalizerTest.cpp -- min-max (ML.NET fixZero), Gaussian and none against
+// hand-computed values, single rows, and the JSON form: exact round trips
+// and refusal of malformed text.
+#include "runtime/data/Normalizer.h"
+#include "DataTestSupport.h"
+#include "runtime/data/DataFolder.h"
+
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace netc::data {
+namespace {
+
+using namespace netc::data::testing;
+using ::testing::HasSubstr;
+
+/// A data set from rows of features (labels 0).
+Dataset table(const std::vector<std::vector<float>> &rows) {
+  Dataset data;
+  data.origin = "table";
+  data.count = static_cast<int64_t>(rows.size());
+  data.featureCount = static_cast<int64_t>(rows.at(0).size());
+  data.sampleShape = {data.featureCount};
+  for (const auto &row : rows)
+    data.features.insert(data.features.end(), row.begin(), row.end());
+  data.labels.assign(rows.size(), 0.0f);
+  computeLabelInfo(data);
+  return data;
+}
+
+TEST(NormalizerTest, MinMaxKeepsZeroFixed) {
+  // Columns: [0, 10] -> x/10; [-4, 2] -> x/4; constant 0 -> 0; constant 7 -> 0.
+  Dataset data = table({{0, -4, 0, 7}, {5, 2, 0, 7}, {10, 1, 0, 7}});
+  Normalizer n = Normalizer::fit(NormalizerKind::MinMax, data);
+  EXPECT_EQ(n.kind(), NormalizerKind::MinMax);
+  EXPECT_EQ(n.featureCount(), 4);
+  EXPECT_EQ(n.offset(), (std::vector<float>{0, 0, 0, 0}));
+  EXPECT_EQ(n.scale(), (std::vector<float>{0.1f, 0.25f, 0, 0}));
+  ASSERT_TRUE(n.apply(data));
+  std::vector<float> expected = {0, -1, 0, 0, 0.5f, 0.5f, 0, 0, 1, 0.25f, 0, 0};
+  for (size_t k = 0; k < expected.size(); ++k)
+    EXPECT_FLOAT_EQ(data.features[k], expected[k]) << "value " << k;
+  std::vector<float> row = {20, -8, 3, 7};
+  ASSERT_TRUE(n.applyRow(row));
+  EXPECT_FLOAT_EQ(row[0], 2.0f);
+  EXPECT_FLOAT_EQ(row[1], -2.0f);
+  EXPECT_EQ(row[2], 0.0f);
+  EXPECT_EQ(row[3], 0.0f);
+}
+
+TEST(NormalizerTest, MinMaxOnPixels) {
+  Expected<DataFolder> folder = loadDataFolder(sliceDir());
+  ASSERT_TRUE(folder) << folder.message();
+  Normalizer n = Normalizer::fit(NormalizerKind::MinMax, folder->train);
+  // A corner pixel is always 0 in MNIST; busy pixels reach 255.
+  EXPECT_EQ(n.scale()[0], 0.0f);
+  float smallest = 1.0f;
+  for (float scale : n.scale())
+    if (scale > 0.0f)
+      smallest = std::min(smallest, scale);
+  EXPECT_EQ(smallest, 1.0f / 255.0f);
+  ASSERT_TRUE(n.apply(folder->train));
+  for (float v : folder->train.features)
+    ASSERT_TRUE(v >= 0.0f && v <= 1.0f) << v;
+  ASSERT_TRUE(n.apply(*folder->test));
+  for (float v : folder->test->features)
+    ASSERT_TRUE(std::isfinite(v) && v >= 0.0f) << v;
+}
+
+TEST(NormalizerTest, GaussianUsesPopulationDeviation) {
+  // Column 0: 1, 2, 3 -> mean 2, deviation sqrt(2/3); column 1 constant 5.
+  Dataset data = table({{1, 5}, {2, 5}, {3, 5}});
+  Normalizer n = Normalizer::fit(NormalizerKind::Gaussian, data);
+  const double deviation = std::sqrt(2.0 / 3.0);
+  EXPECT_EQ(n.offset(), (std::vector<float>{2, 5}));
+  EXPECT_FLOAT_EQ(n.scale()[0], static_cast<float>(1.0 / deviation));
+  EXPECT_EQ(n.scale()[1], 1.0f); // no spread: only centred
+  ASSERT_TRUE(n.apply(data));
+  EXPECT_FLOAT_EQ(data.features[0], static_cast<float>(-1.0 / deviation));
+  EXPECT_EQ(data.features[2], 0.0f);
+  EXPECT_FLOAT_EQ(data.features[4], static_cast<float>(1.0 / deviation));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(data.features[2 * i + 1], 0.0f);
+  std::vector<float> row = {5, 6};
+  ASSERT_TRUE(n.applyRow(row));
+  EXPECT_FLOAT_EQ(row[0], static_cast<float>(3.0 / deviation));
+  EXPECT_EQ(row[1], 1.0f);
+}
+
+TEST(NormalizerTest, NoneAndMismatch) {
+  Dataset data = table({{3, 4}});
+  Normalizer none;
+  ASSERT_TRUE(none.apply(data));
+  EXPECT_EQ(data.features, (std::vector<float>{3, 4}));
+  Normalizer fitted = Normalizer::fit(NormalizerKind::None, data);
+  EXPECT_EQ(fitted.featureCount(), 0);
+
+  Normalizer minmax = Normalizer::fit(NormalizerKind::MinMax, table({{1, 2, 3}, {2, 3, 4}}));
+  Status status = minmax.apply(data);
+  ASSERT_FALSE(status);
+  EXPECT_THAT(status.message(), HasSubstr("fitted on 3 features but this data set has 2"));
+  std::vector<float> row = {1};
+  status = minmax.applyRow(row);
+  ASSERT_FALSE(status);
+  EXPECT_THAT(status.message(), HasSubstr("fitted on 3 features but a sample has 1"));
+}
+
+TEST(NormalizerTest, Names) {
+  EXPECT_EQ(*parseNormalizerKind("Min-Max"), NormalizerKind::MinMax);
+  EXPECT_EQ(*parseNormalizerKind("minmax"), NormalizerKind::MinMax);
+  EXPECT_EQ(*parseNormalizerKind("Gaussian"), NormalizerKind::Gaussian);
+  EXPECT_EQ(*parseNormalizerKind("none"), NormalizerKind::None);
+  Expected<NormalizerKind> bad = parseNormalizerKind("binning");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.message(), HasSubstr("'binning'"));
+}
+
+TEST(NormalizerTest, JsonRoundTripIsExact) {
+  Dataset data = table({{0.1f, 1e-7f, 3}, {0.7f, -2e-5f, 3.3f}, {0.3f, 5e-6f, 1e6f}});
+  for (NormalizerKind kind : {NormalizerKind::None, NormalizerKind::MinMax, NormalizerKind::Gaussian}) {
+    Normalizer n = Normalizer::fit(kind, data);
+    std::string json = n.toJson();
+    Expected<Normalizer> back = Normalizer::fromJson(json);
+    ASSERT_TRUE(back) << back.message() << "\n" << json;
+    EXPECT_EQ(back->kind(), kind);
+    ASSERT_EQ(back->featureCount(), n.featureCount());
+    for (size_t f = 0; f < n.scale().size(); ++f) {
+      EXPECT_EQ(std::memcmp(&back->scale()[f], &n.scale()[f], sizeof(float)), 0) << json;
+      EXPECT_EQ(std::memcmp(&back->offset()[f], &n.offset()[f], sizeof(float)), 0) << json;
+    }
+  }
+}
+
+TEST(NormalizerTest, JsonIsValidated) {
+  struct Case {
+    const char *text;
+    const char *message;
+  };
+  for (const Case &c : {
+           Case{"", "not a JSON object"},
+           Case{"[1]", "not a JSON object"},
+           Case{R"({"features":0,"offset":[],"scale":[]})", "\"normalizer\""},
+           Case{R"({"normalizer":"binning","features":0,"offset":[],"scale":[]})", "unknown normalizer"},
+           Case{R"({"normalizer":"minmax","offset":[],"scale":[]})", "\"features\""},
+           Case{R"({"normalizer":"minmax","features":-1,"offset":[],"scale":[]})", "\"features\""},
+           Case{R"({"normalizer":"none","features":2,"offset":[0,0],"scale":[1,1]})", "\"none\""},
+           Case{R"({"normalizer":"minmax","features":2,"offset":[0],"scale":[1,1]})",
+                "has 1 values; expected 2"},
+           Case{R"({"normalizer":"minmax","features":1,"offset":["0"],"scale":[1]})", "non-number"},
+           Case{R"({"normalizer":"minmax","features":1,"offset":[0],"scale":[1e300]})",
+                "not a finite 32-bit"},
+           Case{R"({"normalizer":"minmax","features":1,"offset":[0]})", "\"scale\" is missing"},
+       }) {
+    Expected<Normalizer> n = Normalizer::fromJson(c.text);
+    ASSERT_FALSE(n) << c.text;
+    EXPECT_THAT(n.message(), HasSubstr(c.message)) << c.text;
+  }
+}
+
+} // namespace
+} // namespace netc::data
