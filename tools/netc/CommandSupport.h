@@ -52,5 +52,9 @@ void addCheckCommand(CLI::App &app, int &exitCode);
 void addShowCommand(CLI::App &app, int &exitCode);
 void addFmtCommand(CLI::App &app, int &exitCode);
 void addCompileCommand(CLI::App &app, int &exitCode);
+void addTrainCommand(CLI::App &app, int &exitCode);
+void addEvalCommand(CLI::App &app, int &exitCode);
+void addPredictCommand(CLI::App &app, int &exitCode);
+void addBenchCommand(CLI::App &app, int &exitCode);
 
 } // namespace netc::cli

@@ -12,6 +12,10 @@ int main(int argc, char **argv) {
   netc::cli::addShowCommand(app, exitCode);
   netc::cli::addFmtCommand(app, exitCode);
   netc::cli::addCompileCommand(app, exitCode);
+  netc::cli::addTrainCommand(app, exitCode);
+  netc::cli::addEvalCommand(app, exitCode);
+  netc::cli::addPredictCommand(app, exitCode);
+  netc::cli::addBenchCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,0 +1,311 @@
+// Inference.cpp -- netc::Model (a network with a checkpoint's weights:
+// evaluate and predict) and netc::bench (training and inference throughput
+// of the compiled plan on random data), from include/netc/Training.h.
+#include "api/NetworkImpl.h"
+#include "codegen/Codegen.h"
+#include "netc/Training.h"
+#include "runtime/cpu/CpuBackend.h"
+#include "runtime/data/DataFolder.h"
+#include "runtime/data/Normalizer.h"
+#include "runtime/train/Evaluate.h"
+#include "runtime/train/ModelState.h"
+#include "runtime/train/Safetensors.h"
+
+#include "runtime/cpu/Kernels.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+namespace netc {
+
+struct Model::Impl {
+  plan::Plan plan;
+  std::unique_ptr<runtime::Backend> backend;
+  data::Normalizer normalizer;
+  std::vector<int64_t> inputShape;
+  int64_t batch = 128;
+  std::string name;
+  std::mutex mutex; // one forward pass at a time on the backend
+};
+
+namespace {
+
+void registerBackends() {
+  static std::once_flag once;
+  std::call_once(once, [] { runtime::registerCpuBackend(); });
+}
+
+Task parseTaskText(const std::string &text) {
+  if (text == "multiclass")
+    return Task::Multiclass;
+  if (text == "binary")
+    return Task::Binary;
+  if (text == "regression")
+    return Task::Regression;
+  return Task::Unspecified;
+}
+
+std::optional<int64_t> metadataInt(const train::SafetensorsFile &file, std::string_view key) {
+  auto v = file.metadataString(key);
+  if (!v)
+    return std::nullopt;
+  char *end = nullptr;
+  long long n = std::strtoll(v->c_str(), &end, 10);
+  if (end == v->c_str() || *end)
+    return std::nullopt;
+  return n;
+}
+
+/// "[28, 28]" (checkpoint metadata) as a shape; empty when malformed.
+std::vector<int64_t> parseShape(const std::string &text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<int64_t> shape;
+  if (!j.is_array())
+    return shape;
+  for (const auto &d : j) {
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+      return {};
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+} // namespace
+
+Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ModelResult Model::load(const std::string &netPath, const std::string &checkpointPath,
+                        const ModelOptions &options) {
+  registerBackends();
+  ModelResult result;
+  auto input = [&](std::string message) {
+    result.failure = FailureKind::Input;
+    result.error = std::move(message);
+    return std::move(result);
+  };
+  if (options.batch <= 0) {
+    result.failure = FailureKind::Usage;
+    result.error = fmt::format("--batch must be at least 1, got {}", options.batch);
+    return result;
+  }
+  auto file = train::readSafetensors(checkpointPath);
+  if (!file)
+    return input(file.message());
+  CompileOptions compileOptions;
+  compileOptions.inputSize = metadataInt(*file, "input_size");
+  compileOptions.task = parseTaskText(file->metadataString("task").ok() ? *file->metadataString("task") : "");
+  if (auto classes = metadataInt(*file, "classes"); classes && *classes > 0)
+    compileOptions.classCount = *classes;
+  if (auto hidden = metadataInt(*file, "hidden_nodes"); hidden && *hidden > 0)
+    compileOptions.hiddenNodes = *hidden;
+  CompileResult compiled = compileFile(netPath, compileOptions);
+  result.diagnostics = compiled.formattedDiagnostics;
+  if (!compiled.network)
+    return input(fmt::format("{} has errors", netPath));
+  plan::PlanOptions planOptions;
+  planOptions.training = false;
+  auto plan = plan::buildPlan(compiled.network->impl().network, planOptions);
+  if (!plan)
+    return input(fmt::format("{}: {}", netPath, plan.message()));
+  auto impl = std::make_shared<Impl>();
+  impl->plan = std::move(*plan);
+  impl->batch = options.batch;
+  impl->name = compiled.network->name();
+  runtime::BackendOptions backendOptions;
+  backendOptions.threads = options.threads;
+  auto backend = runtime::createBackend(options.backend, backendOptions);
+  if (!backend) {
+    result.failure = FailureKind::Usage;
+    result.error = "--backend: " + backend.message();
+    return result;
+  }
+  impl->backend = std::move(*backend);
+  if (Status s = impl->backend->load(impl->plan, impl->batch); !s)
+    return input(s.message());
+  auto info = train::loadCheckpoint(checkpointPath, impl->plan, *impl->backend, /*withOptimizerState=*/false);
+  if (!info)
+    return input(info.message());
+  if (auto it = info->extra.find("normalizer"); it != info->extra.end()) {
+    auto normalizer = data::Normalizer::fromJson(it->second);
+    if (!normalizer)
+      return input(fmt::format("{}: bad normalizer metadata: {}", checkpointPath, normalizer.message()));
+    impl->normalizer = std::move(*normalizer);
+  }
+  if (auto it = info->extra.find("input_shape"); it != info->extra.end())
+    impl->inputShape = parseShape(it->second);
+  if (impl->inputShape.empty())
+    impl->inputShape = {impl->plan.featureCount};
+  result.model = Model(std::move(impl));
+  return result;
+}
+
+int64_t Model::inputSize() const {
+  return impl_->plan.featureCount;
+}
+int64_t Model::outputSize() const {
+  return impl_->plan.outputNodes;
+}
+bool Model::classification() const {
+  return train::isClassification(impl_->plan);
+}
+std::vector<int64_t> Model::inputShape() const {
+  return impl_->inputShape;
+}
+
+std::vector<float> Model::predict(std::span<const float> features) const {
+  const int64_t n = inputSize();
+  if (features.empty() || static_cast<int64_t>(features.size()) % n != 0)
+    return {};
+  std::vector<float> normalized(features.begin(), features.end());
+  const int64_t count = static_cast<int64_t>(features.size()) / n;
+  if (impl_->normalizer.kind() != data::NormalizerKind::None)
+    for (int64_t i = 0; i < count; ++i)
+      if (!impl_->normalizer.applyRow(std::span<float>(normalized.data() + i * n, static_cast<size_t>(n))))
+        return {};
+  std::lock_guard lock(impl_->mutex);
+  return train::predict(impl_->plan, *impl_->backend, normalized, count, impl_->batch);
+}
+
+EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error) const {
+  auto folder = data::loadDataFolder(dataDir);
+  if (!folder) {
+    error = folder.message();
+    return {};
+  }
+  data::Dataset &set = folder->test ? *folder->test : folder->train;
+  if (set.featureCount != inputSize()) {
+    error = fmt::format("{}: samples have {} features but network '{}' reads {}", set.origin,
+                        set.featureCount, impl_->name, inputSize());
+    return {};
+  }
+  const int64_t classes = outputSize() == 1 ? 2 : outputSize();
+  if (classification())
+    for (int64_t i = 0; i < set.count; ++i) {
+      float label = set.labels[static_cast<size_t>(i)];
+      if (label < 0 || label >= float(classes) || label != std::floor(label)) {
+        error = fmt::format("{}: label {} of sample {} is outside the network's {} classes", set.origin,
+                            label, i, classes);
+        return {};
+      }
+    }
+  if (Status s = impl_->normalizer.apply(set); !s) {
+    error = s.message();
+    return {};
+  }
+  std::lock_guard lock(impl_->mutex);
+  train::Evaluation e = train::evaluate(impl_->plan, *impl_->backend, set, impl_->batch);
+  return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy};
+}
+
+BenchResult bench(const std::string &netPath, const BenchSettings &s) {
+  registerBackends();
+  BenchResult result;
+  result.batch = s.batch;
+  result.threads = s.threads;
+  if (s.batch <= 0 || s.iterations <= 0 || s.repeats <= 0 || s.warmup < 0 || s.threads < 0) {
+    result.failure = FailureKind::Usage;
+    result.error =
+        fmt::format("--batch, --iterations and --repeats must be at least 1 and --threads, --warmup "
+                    "at least 0 (got batch {}, iterations {}, repeats {}, threads {}, warmup {})",
+                    s.batch, s.iterations, s.repeats, s.threads, s.warmup);
+    return result;
+  }
+  CompileOptions options;
+  options.inputSize = s.inputSize;
+  CompileResult compiled = compileFile(netPath, options);
+  result.diagnostics = compiled.formattedDiagnostics;
+  if (!compiled.network) {
+    result.failure = FailureKind::Input;
+    result.error = fmt::format("{} has errors", netPath);
+    return result;
+  }
+  const ir::Network &net = compiled.network->impl().network;
+  result.params = net.params;
+  // SGD with momentum 0.9, as the PyTorch reference (bench/torch_reference.py).
+  runtime::UpdateSettings update;
+  update.hyper.momentum = 0.9f;
+  update.learningRate = 0.01f;
+  plan::PlanOptions trainOptions;
+  trainOptions.optimizerStateSlots = optim::stateSlots(update.optimizer, update.hyper);
+  plan::PlanOptions inferOptions;
+  inferOptions.training = false;
+  auto trainPlan = plan::buildPlan(net, trainOptions);
+  auto inferPlan = plan::buildPlan(net, inferOptions);
+  if (!trainPlan || !inferPlan) {
+    result.failure = FailureKind::Input;
+    result.error = fmt::format("{}: {}", netPath, (!trainPlan ? trainPlan : inferPlan).message());
+    return result;
+  }
+  result.trainBytesPerBatch = double(trainPlan->bytesPerBatch(s.batch));
+  result.inferBytesPerBatch = double(inferPlan->bytesPerBatch(s.batch));
+  runtime::BackendOptions backendOptions;
+  backendOptions.threads = s.threads;
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  std::vector<float> features(static_cast<size_t>(s.batch * trainPlan->featureCount)),
+      labels(static_cast<size_t>(s.batch));
+  for (float &f : features)
+    f = pixel(rng);
+  const int64_t classes = trainPlan->outputNodes == 1 ? 2 : trainPlan->outputNodes;
+  for (size_t i = 0; i < labels.size(); ++i)
+    labels[i] = train::isClassification(*trainPlan) ? float(i % size_t(classes)) : pixel(rng);
+
+  auto measure = [&](const plan::Plan &plan, bool training, std::vector<double> &runs) -> Status {
+    auto backend = runtime::createBackend(s.backend, backendOptions);
+    if (!backend)
+      return fail("--backend: " + backend.message());
+    if (Status st = (*backend)->load(plan, s.batch); !st)
+      return st;
+    train::initializeParameters(plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
+    (*backend)->write(plan.features, features);
+    (*backend)->write(plan.labels, labels);
+    const size_t last = training ? plan.ops.size() : plan.forwardEnd;
+    auto step = [&] {
+      (*backend)->write(plan.features, features);
+      (*backend)->run(0, last, s.batch, update);
+      ++update.step;
+    };
+    for (int64_t i = 0; i < s.warmup; ++i)
+      step();
+    (*backend)->synchronize();
+    for (int64_t r = 0; r < s.repeats; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < s.iterations; ++i)
+        step();
+      (*backend)->synchronize();
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      runs.push_back(double(s.batch * s.iterations) / seconds);
+    }
+    return Status::success();
+  };
+  if (Status st = measure(*trainPlan, true, result.trainRuns); !st) {
+    result.failure = FailureKind::Input;
+    result.error = st.message();
+    return result;
+  }
+  if (Status st = measure(*inferPlan, false, result.inferRuns); !st) {
+    result.failure = FailureKind::Input;
+    result.error = st.message();
+    return result;
+  }
+  result.trainImagesPerSecond = median(result.trainRuns);
+  result.inferImagesPerSecond = median(result.inferRuns);
+  result.threads = s.threads > 0 ? s.threads : runtime::cpu::threadCount();
+  return result;
+}
+
+} // namespace netc

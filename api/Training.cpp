@@ -1,0 +1,311 @@
+// Training.cpp -- the training API (include/netc/Training.h): loads the data,
+// compiles the network with the data's sizes and task, checks the labels
+// against the output, normalises, builds the Plan, runs it on a registered
+// backend through runtime/train, and maps every failure to a message with
+// the file or flag involved. Also Model (evaluate / predict from a
+// checkpoint) and bench (throughput on random data).
+#include "netc/Training.h"
+#include "api/NetworkImpl.h"
+#include "codegen/Codegen.h"
+#include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/data/DataFolder.h"
+#include "runtime/data/Normalizer.h"
+#include "runtime/data/Shuffle.h"
+#include "runtime/optim/Schedule.h"
+#include "runtime/train/Safetensors.h"
+#include "runtime/train/Trainer.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+namespace netc {
+
+namespace {
+
+void registerBackends() {
+  static std::once_flag once;
+  std::call_once(once, [] { runtime::registerCpuBackend(); });
+}
+
+Expected<std::string> readText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return fail(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string taskText(Task task) {
+  switch (task) {
+  case Task::Multiclass: return "multiclass";
+  case Task::Binary: return "binary";
+  case Task::Regression: return "regression";
+  default: return "unspecified";
+  }
+}
+
+/// A compiled network, or the formatted diagnostics.
+struct Compiled {
+  std::optional<Network> network;
+  std::string diagnostics;
+  std::string source;
+};
+
+Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options) {
+  auto text = readText(netPath);
+  if (!text)
+    return text.error();
+  Compiled c;
+  c.source = *text;
+  CompileResult r = compile(*text, netPath, options);
+  c.diagnostics = r.formattedDiagnostics;
+  c.network = std::move(r.network);
+  return c;
+}
+
+/// The task the labels suggest when none is given.
+Task taskFromLabels(const data::Dataset &train) {
+  if (!train.integerLabels)
+    return Task::Regression;
+  return train.classCount <= 2 ? Task::Binary : Task::Multiclass;
+}
+
+Status checkLabels(const data::Dataset &data, const plan::Plan &plan, const std::string &outputName) {
+  if (!train::isClassification(plan))
+    return Status::success();
+  const int64_t classes = plan.outputNodes == 1 ? 2 : plan.outputNodes;
+  for (int64_t i = 0; i < data.count; ++i) {
+    const float label = data.labels[static_cast<size_t>(i)];
+    if (label < 0 || label >= float(classes) || label != std::floor(label))
+      return fail(fmt::format("{}: label {} of sample {} is outside the {} classes of output layer '{}' "
+                              "(labels must be integers 0 to {}); check --task or the output size",
+                              data.origin, label, i, classes, outputName, classes - 1));
+  }
+  return Status::success();
+}
+
+EvaluationResult toPublic(const train::Evaluation &e) {
+  return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy};
+}
+
+class ListenerAdapter final : public train::TrainObserver {
+public:
+  explicit ListenerAdapter(TrainListener *listener) : listener_(listener) {}
+  void onProgress(const train::Progress &p) override {
+    if (listener_)
+      listener_->onProgress({p.epoch, p.epochs, p.samplesDone, p.samplesTotal, p.batchesDone, p.batchesTotal,
+                             p.loss, p.accuracy, p.imagesPerSecond, p.etaSeconds});
+  }
+  void onEpoch(const train::EpochReport &r) override {
+    if (listener_)
+      listener_->onEpoch(toPublic(r));
+  }
+  void onHint(const std::string &hint) override {
+    if (listener_)
+      listener_->onHint(hint);
+  }
+  static EpochResult toPublic(const train::EpochReport &r) {
+    return {r.epoch,           r.trainLoss, r.trainAccuracy, r.testLoss, r.testAccuracy,
+            r.imagesPerSecond, r.seconds,   r.learningRate,  r.best};
+  }
+
+private:
+  TrainListener *listener_;
+};
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string out;
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += fmt::format("{}{}", i ? "×" : "", shape[i]);
+  return out;
+}
+
+} // namespace
+
+TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, TrainListener *listener) {
+  registerBackends();
+  TrainResult result;
+  auto usage = [&](std::string message) {
+    result.failure = FailureKind::Usage;
+    result.error = std::move(message);
+    return result;
+  };
+  auto input = [&](std::string message) {
+    result.failure = FailureKind::Input;
+    result.error = std::move(message);
+    return result;
+  };
+  // ---- flags ----
+  if (s.epochs <= 0)
+    return usage(fmt::format("--epochs must be at least 1, got {}", s.epochs));
+  if (s.batch <= 0)
+    return usage(fmt::format("--batch must be at least 1, got {}", s.batch));
+  if (s.threads < 0)
+    return usage(fmt::format("--threads must be 0 (all cores) or more, got {}", s.threads));
+  if (!(s.initDiameter > 0) || !std::isfinite(s.initDiameter))
+    return usage(fmt::format("--init-diameter must be positive, got {}", s.initDiameter));
+  if (!(s.validationFraction >= 0 && s.validationFraction < 1))
+    return usage(fmt::format("--validation must be in [0, 1), got {}", s.validationFraction));
+  auto optimizer = optim::parseOptimizer(s.optimizer);
+  if (!optimizer)
+    return usage(
+        fmt::format("--optimizer must be one of {}, got '{}'", optim::optimizerChoices(), s.optimizer));
+  optim::Hyperparameters hyper;
+  hyper.learningRate = s.learningRate.value_or(optim::defaultLearningRate(*optimizer));
+  hyper.momentum = s.momentum;
+  hyper.nesterov = s.nesterov;
+  hyper.weightDecay = s.weightDecay;
+  hyper.beta1 = s.beta1;
+  hyper.beta2 = s.beta2;
+  hyper.epsilon = s.epsilon;
+  hyper.decay = s.decay;
+  hyper.conditioning = s.conditioning;
+  if (std::string problem = optim::validate(hyper); !problem.empty())
+    return usage(problem);
+  auto schedule = optim::parseSchedule(s.schedule, s.epochs);
+  if (!schedule)
+    return usage(schedule.message());
+  auto init = train::parseInit(s.init);
+  if (!init)
+    return usage(init.message());
+  auto normalizerKind = data::parseNormalizerKind(s.normalize);
+  if (!normalizerKind)
+    return usage("--normalize: " + normalizerKind.message());
+
+  // ---- data ----
+  if (s.dataDir.empty())
+    return usage("--data is required: a folder with train-images-idx3-ubyte / train-labels-idx1-ubyte (MNIST "
+                 "names, raw or .gz) or train.csv (run scripts/prepare_mnist.sh to make data/mnist)");
+  auto folder = data::loadDataFolder(s.dataDir);
+  if (!folder)
+    return input(folder.message());
+  data::Dataset trainSet = std::move(folder->train);
+  std::optional<data::Dataset> testSet = std::move(folder->test);
+  const uint64_t seed =
+      s.seed ? *s.seed
+             : std::random_device{}() ^ uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  result.seed = seed;
+  std::optional<data::Dataset> validation;
+  if (s.validationFraction > 0) {
+    auto split = data::splitValidation(trainSet, s.validationFraction, seed);
+    if (!split)
+      return usage("--validation: " + split.message());
+    trainSet = std::move(split->train);
+    validation = std::move(split->validation);
+  }
+
+  // ---- network ----
+  CompileOptions options;
+  options.inputSize = trainSet.featureCount;
+  options.task = s.task != Task::Unspecified ? s.task : taskFromLabels(trainSet);
+  if (options.task == Task::Multiclass)
+    options.classCount = std::max(trainSet.classCount, testSet ? testSet->classCount : 0);
+  options.hiddenNodes = s.hiddenNodes;
+  auto compiled = compileForData(netPath, options);
+  if (!compiled)
+    return input(compiled.message());
+  result.diagnostics = compiled->diagnostics;
+  if (!compiled->network)
+    return input(fmt::format("{} has errors (with {} features per sample from {}, task {})", netPath,
+                             trainSet.featureCount, s.dataDir, taskText(options.task)));
+  const ir::Network &net = compiled->network->impl().network;
+  plan::PlanOptions planOptions;
+  planOptions.optimizerStateSlots = optim::stateSlots(*optimizer, hyper);
+  auto plan = plan::buildPlan(net, planOptions);
+  if (!plan)
+    return input(fmt::format("{}: {}", netPath, plan.message()));
+  if (plan->featureCount != trainSet.featureCount)
+    return input(fmt::format("{}: samples have {} features ({}) but network '{}' reads {} (its input layers)",
+                             trainSet.origin, trainSet.featureCount, shapeText(trainSet.sampleShape),
+                             net.name, plan->featureCount));
+  const std::string outputName = net.layers[static_cast<size_t>(net.output)].name;
+  for (const data::Dataset *d :
+       {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
+    if (d)
+      if (Status st = checkLabels(*d, *plan, outputName); !st)
+        return input(st.message());
+  data::Normalizer normalizer = data::Normalizer::fit(*normalizerKind, trainSet);
+  for (data::Dataset *d : {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
+    if (d)
+      if (Status st = normalizer.apply(*d); !st)
+        return input(st.message());
+
+  // ---- run ----
+  runtime::BackendOptions backendOptions;
+  backendOptions.threads = s.threads;
+  auto backend = runtime::createBackend(s.backend, backendOptions);
+  if (!backend)
+    return usage("--backend: " + backend.message());
+  if (Status st = (*backend)->load(*plan, s.batch); !st)
+    return input(st.message());
+
+  train::TrainOptions t;
+  t.epochs = s.epochs;
+  t.batch = s.batch;
+  t.optimizer = *optimizer;
+  t.hyper = hyper;
+  t.schedule = *schedule;
+  t.init = {*init, s.initDiameter, seed};
+  t.seed = seed;
+  t.shuffle = s.shuffle;
+  t.outDir = s.outDir.empty() ? "runs/" + net.name : s.outDir;
+  if (!s.metricsFile.empty())
+    t.metricsFiles.push_back(s.metricsFile);
+  t.resumeFrom = s.resume;
+  t.info.network = net.name;
+  t.info.sourceHash = train::hashSource(compiled->source);
+  t.info.extra["normalizer"] = normalizer.toJson();
+  t.info.extra["task"] = taskText(options.task);
+  t.info.extra["input_size"] = std::to_string(trainSet.featureCount);
+  t.info.extra["input_shape"] = nlohmann::json(trainSet.sampleShape).dump();
+  t.info.extra["classes"] = std::to_string(options.classCount.value_or(0));
+  t.info.extra["hidden_nodes"] = std::to_string(s.hiddenNodes);
+  result.outDir = t.outDir;
+  result.trainSamples = trainSet.count;
+  const data::Dataset *evalSet = validation ? &*validation : testSet ? &*testSet : nullptr;
+  result.testSamples = evalSet ? evalSet->count : 0;
+  result.params = net.params;
+  if (listener) {
+    std::vector<std::string> setup = {
+        fmt::format("network {}: {} parameters, task {}, loss {}", net.name, net.params,
+                    taskText(options.task), plan::lossName(plan->loss)),
+        fmt::format("data {}: {} training samples{} of {} features, normalizer {}", s.dataDir, trainSet.count,
+                    evalSet
+                        ? fmt::format(", {} {} samples", evalSet->count, validation ? "validation" : "test")
+                        : std::string(),
+                    trainSet.featureCount, data::normalizerName(*normalizerKind)),
+        fmt::format("training {} epochs, batch {}, {} lr {:g}{}{}, init {}{}, seed {}, {} thread(s) on {}",
+                    s.epochs, s.batch, s.optimizer, hyper.learningRate,
+                    hyper.momentum > 0 ? fmt::format(" momentum {:g}", hyper.momentum) : std::string(),
+                    s.schedule != "constant" ? ", schedule " + s.schedule : std::string(), s.init,
+                    *init == train::InitKind::Uniform ? fmt::format(" (diameter {:g})", s.initDiameter)
+                                                      : std::string(),
+                    seed, runtime::cpu::threadCount(), (*backend)->name())};
+    listener->onSetup(setup);
+  }
+  train::Trainer trainer(*plan, **backend, trainSet, evalSet, t);
+  ListenerAdapter adapter(listener);
+  auto summary = trainer.run(adapter);
+  if (!summary)
+    return input(summary.message());
+  for (const train::EpochReport &r : summary->epochs)
+    result.epochs.push_back(ListenerAdapter::toPublic(r));
+  result.bestEpoch = summary->bestEpoch;
+  result.seconds = summary->seconds;
+  result.steps = summary->steps;
+  if (testSet)
+    result.finalTest = toPublic(train::evaluate(*plan, **backend, *testSet, s.batch));
+  return result;
+}
+
+} // namespace netc

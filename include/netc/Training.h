@@ -1,0 +1,170 @@
+// Training.h -- the embedded C++ API for training, evaluating and running
+// Net# networks on netc's runtime (the CLI's train/eval/predict/bench are
+// thin clients of these functions). No compiler or runtime internals appear
+// here; errors come back as text with a kind that maps to the CLI's exit
+// status.
+//
+//   netc::TrainSettings s;  s.dataDir = "data/mnist";  s.epochs = 10;
+//   netc::TrainResult r = netc::trainNetwork("examples/mnist.net", s);
+//   auto m = netc::Model::load("examples/mnist.net", "runs/mnist/best.safetensors");
+//   std::vector<float> p = m.model->predict(pixels);   // 784 floats in, 10 probabilities out
+#pragma once
+
+#include "netc/netc.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace netc {
+
+/// Why an operation failed: bad user input (the .net file, data, a
+/// checkpoint, a flag value) or a usage error; maps to exit status 1 / 2.
+enum class FailureKind { None, Input, Usage };
+
+/// Everything `netc train` can set. Defaults follow Azure ML Studio where it
+/// had one (NETSHARP §10): learning rate 0.1, 100 epochs, diameter 0.1,
+/// momentum 0, min-max normalisation, shuffling, online SGD (batch 1).
+struct TrainSettings {
+  std::string dataDir;
+  int64_t epochs = 100;
+  int64_t batch = 1;
+  std::string optimizer = "sgd";     ///< sgd, adam, adadelta
+  std::optional<float> learningRate; ///< default: 0.1 (sgd), 0.001 (adam), 1 (adadelta)
+  float momentum = 0;
+  bool nesterov = false;
+  float weightDecay = 0;
+  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f; ///< Adam
+  float decay = 0.95f, conditioning = 1e-6f;           ///< AdaDelta
+  std::string schedule = "constant";                   ///< constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]
+  std::string init = "uniform";                        ///< uniform (D15), xavier, he
+  float initDiameter = 0.1f;
+  std::optional<uint64_t> seed;     ///< none: drawn from the clock (reported back)
+  int threads = 0;                  ///< 0: all cores
+  std::string normalize = "minmax"; ///< minmax, gaussian, none
+  bool shuffle = true;
+  double validationFraction = 0; ///< held out of training, evaluated each epoch when no test set
+  std::string outDir;            ///< default runs/<network name>
+  std::string metricsFile;       ///< extra JSON-lines metrics file
+  std::string resume;            ///< checkpoint to continue from
+  Task task = Task::Unspecified; ///< default: from the labels
+  int64_t hiddenNodes = 100;
+  std::string backend = "cpu";
+};
+
+struct TrainProgress {
+  int64_t epoch = 0, epochs = 0, samplesDone = 0, samplesTotal = 0, batchesDone = 0, batchesTotal = 0;
+  double loss = 0, accuracy = 0, imagesPerSecond = 0, etaSeconds = 0;
+};
+
+struct EpochResult {
+  int64_t epoch = 0;
+  double trainLoss = 0, trainAccuracy = 0;
+  std::optional<double> testLoss, testAccuracy;
+  double imagesPerSecond = 0, seconds = 0, learningRate = 0;
+  bool best = false;
+};
+
+/// Receives training events (all on the calling thread).
+class TrainListener {
+public:
+  virtual ~TrainListener() = default;
+  /// Before the first epoch: the resolved setup, one line per fact.
+  virtual void onSetup(const std::vector<std::string> &) {}
+  virtual void onProgress(const TrainProgress &) {}
+  virtual void onEpoch(const EpochResult &) {}
+  virtual void onHint(const std::string &) {}
+};
+
+struct EvaluationResult {
+  int64_t samples = 0;
+  double loss = 0, accuracy = 0;
+  bool classification = true;
+  std::vector<std::vector<int64_t>> confusion; ///< [actual][predicted]
+  std::vector<double> classAccuracy;
+};
+
+struct TrainResult {
+  FailureKind failure = FailureKind::None;
+  std::string error;               ///< what went wrong and what to do
+  std::string diagnostics;         ///< compiler diagnostics of the .net file, formatted
+  std::vector<EpochResult> epochs; ///< this run's epochs
+  uint64_t seed = 0;
+  int bestEpoch = 0;
+  double seconds = 0;
+  int64_t steps = 0, trainSamples = 0, testSamples = 0, params = 0;
+  std::optional<EvaluationResult> finalTest;
+  std::string outDir;
+  bool ok() const { return failure == FailureKind::None; }
+};
+
+/// Trains the network in `netPath` on `settings.dataDir`.
+TrainResult trainNetwork(const std::string &netPath, const TrainSettings &settings,
+                         TrainListener *listener = nullptr);
+
+struct ModelOptions {
+  int threads = 0;
+  int64_t batch = 128; ///< samples per forward pass
+  std::string backend = "cpu";
+};
+
+struct ModelResult;
+
+/// A network with trained weights, ready to evaluate and predict.
+class Model {
+public:
+  struct Impl;
+  /// Compiles `netPath` with the sizes recorded in `checkpointPath` and loads its weights.
+  static ModelResult load(const std::string &netPath, const std::string &checkpointPath,
+                          const ModelOptions &options = {});
+  int64_t inputSize() const;
+  int64_t outputSize() const;
+  bool classification() const;
+  /// Output values (probabilities for a softmax output) of `count` samples of
+  /// raw features (the checkpoint's normaliser is applied): count × inputSize in,
+  /// count × outputSize out. Returns an empty vector when the size is wrong.
+  std::vector<float> predict(std::span<const float> features) const;
+  /// Loss, accuracy and confusion matrix on a data folder's test set (or its
+  /// training set when it has none); `error` is set on failure.
+  EvaluationResult evaluate(const std::string &dataDir, std::string &error) const;
+  /// The shape of one input sample as the network reads it (e.g. [28, 28]).
+  std::vector<int64_t> inputShape() const;
+
+  explicit Model(std::shared_ptr<Impl> impl);
+
+private:
+  std::shared_ptr<Impl> impl_;
+};
+
+struct ModelResult {
+  std::optional<Model> model;
+  FailureKind failure = FailureKind::None;
+  std::string error;
+  std::string diagnostics;
+};
+
+struct BenchSettings {
+  int64_t batch = 128;
+  int threads = 0;
+  int64_t warmup = 3, iterations = 20, repeats = 5;
+  std::optional<int64_t> inputSize;
+  std::string backend = "cpu";
+};
+
+struct BenchResult {
+  FailureKind failure = FailureKind::None;
+  std::string error, diagnostics;
+  double trainImagesPerSecond = 0, inferImagesPerSecond = 0; ///< medians over repeats
+  std::vector<double> trainRuns, inferRuns;
+  int64_t batch = 0, params = 0;
+  int threads = 0;
+  double trainBytesPerBatch = 0, inferBytesPerBatch = 0;
+};
+
+/// Training and inference throughput of the compiled plan on random data.
+BenchResult bench(const std::string &netPath, const BenchSettings &settings);
+
+} // namespace netc

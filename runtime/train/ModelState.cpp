@@ -1,0 +1,185 @@
+// ModelState.cpp -- initialisation and checkpoint save/load for a loaded
+// plan (see ModelState.h). Random values come from std::mt19937_64 (its
+// output is fixed by the standard) mapped to floats by our own arithmetic,
+// so a seed gives the same weights everywhere.
+#include "runtime/train/ModelState.h"
+#include "runtime/train/Safetensors.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+namespace netc::train {
+
+namespace {
+
+constexpr const char *kVersion = "0.1.0";
+
+/// Uniform in [-half, half) from 24 random bits.
+float uniform(std::mt19937_64 &rng, double half) {
+  double unit = static_cast<double>(rng() >> 40) / double(1 << 24); // [0, 1)
+  return static_cast<float>((2 * unit - 1) * half);
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return out + "]";
+}
+
+std::string stateName(const plan::Parameter &p, size_t slot) {
+  return fmt::format("{}/state{}", p.name, slot);
+}
+
+} // namespace
+
+std::string_view initName(InitKind kind) {
+  switch (kind) {
+  case InitKind::Uniform: return "uniform";
+  case InitKind::Xavier: return "xavier";
+  case InitKind::He: return "he";
+  }
+  return "uniform";
+}
+
+Expected<InitKind> parseInit(std::string_view name) {
+  for (InitKind k : {InitKind::Uniform, InitKind::Xavier, InitKind::He})
+    if (initName(k) == name)
+      return k;
+  return fail(fmt::format("--init must be uniform, xavier or he, got '{}'", name));
+}
+
+void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, const InitOptions &options) {
+  std::mt19937_64 rng(options.seed);
+  for (const plan::Parameter &p : plan.parameters) {
+    std::vector<float> values(static_cast<size_t>(p.count));
+    if (!p.givenValues.empty()) {
+      for (size_t i = 0; i < values.size() && i < p.givenValues.size(); ++i)
+        values[i] = static_cast<float>(p.givenValues[i]);
+    } else if (options.kind == InitKind::Uniform) {
+      for (float &v : values)
+        v = uniform(rng, options.diameter / 2.0);
+    } else if (!p.isBias) {
+      double limit = options.kind == InitKind::Xavier ? std::sqrt(6.0 / double(p.fanIn + p.fanOut))
+                                                      : std::sqrt(6.0 / double(p.fanIn));
+      for (float &v : values)
+        v = uniform(rng, limit);
+    }
+    backend.write(p.buffer, values);
+    std::vector<float> zeros(static_cast<size_t>(p.count), 0.0f);
+    for (int s : p.state)
+      backend.write(s, zeros);
+  }
+}
+
+Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const runtime::Backend &backend,
+                      const CheckpointInfo &info, bool withOptimizerState) {
+  SafetensorsFile file;
+  std::vector<float> values;
+  for (const plan::Parameter &p : plan.parameters) {
+    values.resize(static_cast<size_t>(p.count));
+    backend.read(p.buffer, values);
+    auto tensor = Tensor::fromF32(p.name, p.shape, values);
+    if (!tensor)
+      return tensor.status();
+    file.tensors.push_back(std::move(*tensor));
+    if (!withOptimizerState)
+      continue;
+    for (size_t s = 0; s < p.state.size(); ++s) {
+      backend.read(p.state[s], values);
+      auto state = Tensor::fromF32(stateName(p, s), p.shape, values);
+      if (!state)
+        return state.status();
+      file.tensors.push_back(std::move(*state));
+    }
+  }
+  file.setMetadata("format", "netc-checkpoint");
+  file.setMetadata("netc_version", kVersion);
+  file.setMetadata("network", info.network);
+  file.setMetadata("source_hash", info.sourceHash);
+  file.setMetadata("optimizer", withOptimizerState ? info.optimizer : "");
+  file.setMetadataInt("epoch", info.epoch);
+  file.setMetadataInt("step", info.step);
+  for (const auto &[key, value] : info.extra)
+    file.setMetadata(key, value);
+  return writeSafetensorsAtomic(path, file);
+}
+
+Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
+                                        runtime::Backend &backend, bool withOptimizerState) {
+  auto file = readSafetensors(path);
+  if (!file)
+    return file.error();
+  auto format = file->metadataString("format");
+  if (!format || *format != "netc-checkpoint")
+    return fail(
+        fmt::format("{}: not a netc checkpoint (its metadata has no \"format\": \"netc-checkpoint\")", path));
+  CheckpointInfo info;
+  for (const auto &[key, value] : file->metadata)
+    info.extra[key] = value;
+  info.network = info.extra["network"];
+  info.sourceHash = info.extra["source_hash"];
+  info.optimizer = info.extra["optimizer"];
+  if (auto epoch = file->metadataInt("epoch"))
+    info.epoch = *epoch;
+  if (auto step = file->metadataInt("step"))
+    info.step = *step;
+
+  // Structure first: every parameter present with the right shape, no extras.
+  std::set<std::string> expected;
+  for (const plan::Parameter &p : plan.parameters) {
+    expected.insert(p.name);
+    const Tensor *t = file->find(p.name);
+    if (!t)
+      return fail(
+          fmt::format("{}: checkpoint of another network: it has no tensor '{}' (shape {}) that network "
+                      "'{}' needs (the checkpoint is of network '{}')",
+                      path, p.name, shapeText(p.shape), plan.network, info.network));
+    if (t->shape != p.shape)
+      return fail(fmt::format("{}: tensor '{}' has shape {} in the checkpoint but {} in network '{}'", path,
+                              p.name, shapeText(t->shape), shapeText(p.shape), plan.network));
+    if (withOptimizerState)
+      for (size_t s = 0; s < p.state.size(); ++s) {
+        expected.insert(stateName(p, s));
+        if (!file->find(stateName(p, s)))
+          return fail(fmt::format("{}: it has no optimizer state '{}' (it was written with optimizer '{}'); "
+                                  "resume with the same --optimizer and --momentum",
+                                  path, stateName(p, s), info.optimizer.empty() ? "none" : info.optimizer));
+      }
+  }
+  for (const Tensor &t : file->tensors)
+    if (!expected.count(t.name) && t.name.find("/state") == std::string::npos)
+      return fail(
+          fmt::format("{}: checkpoint of another network: tensor '{}' (shape {}) has no counterpart in "
+                      "network '{}'",
+                      path, t.name, shapeText(t.shape), plan.network));
+  for (const plan::Parameter &p : plan.parameters) {
+    auto values = file->find(p.name)->toF32(p.shape);
+    if (!values)
+      return values.error();
+    backend.write(p.buffer, *values);
+    if (!withOptimizerState)
+      continue;
+    for (size_t s = 0; s < p.state.size(); ++s) {
+      auto state = file->find(stateName(p, s))->toF32(p.shape);
+      if (!state)
+        return state.error();
+      backend.write(p.state[s], *state);
+    }
+  }
+  return info;
+}
+
+std::string hashSource(std::string_view text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+} // namespace netc::train

@@ -1,0 +1,59 @@
+// ModelState.h -- moving a loaded plan's trainable state in and out of a
+// backend: random initialisation (NETSHARP §13 D15 uniform diameter, or
+// Xavier / He), and checkpoints -- parameters (named after layers and
+// bundles), optimizer state and training position as a safetensors file,
+// checked against the plan on load so that a checkpoint of another network
+// or shape is refused with a message saying what differs.
+#pragma once
+
+#include "codegen/Plan.h"
+#include "runtime/core/Backend.h"
+#include "support/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace netc::train {
+
+enum class InitKind { Uniform, Xavier, He };
+std::string_view initName(InitKind kind);
+Expected<InitKind> parseInit(std::string_view name);
+
+struct InitOptions {
+  InitKind kind = InitKind::Uniform;
+  float diameter = 0.1f; // D15: uniform in [-d/2, d/2]
+  uint64_t seed = 0;
+};
+
+/// Writes initial values into every parameter of the loaded plan: given
+/// `Weights`/`Biases` values verbatim, else random per `options` (Xavier and
+/// He start biases at 0). Optimizer state starts at 0.
+void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, const InitOptions &options);
+
+/// What a checkpoint holds besides the tensors.
+struct CheckpointInfo {
+  std::string network;                      // network name
+  std::string sourceHash;                   // hash of the .net text
+  std::string optimizer;                    // optimizer name ("" in a weights-only file)
+  int64_t epoch = 0;                        // epochs completed
+  int64_t step = 0;                         // updates done
+  std::map<std::string, std::string> extra; // normalizer, shuffle state, task, options, metrics...
+};
+
+/// Saves parameters (and optimizer state when `withOptimizerState`) of the
+/// loaded plan with `info`, atomically.
+Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const runtime::Backend &backend,
+                      const CheckpointInfo &info, bool withOptimizerState = true);
+
+/// Reads a checkpoint written by saveCheckpoint into the loaded plan's
+/// parameters (and optimizer state when `withOptimizerState`), after checking
+/// that every parameter is present with the plan's shape and no extra ones
+/// are; returns its info.
+Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
+                                        runtime::Backend &backend, bool withOptimizerState);
+
+/// A stable hash of a network's text (FNV-1a, 64-bit, hex).
+std::string hashSource(std::string_view text);
+
+} // namespace netc::train

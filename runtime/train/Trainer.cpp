@@ -1,0 +1,306 @@
+// Trainer.cpp -- the training loop (see Trainer.h). Each step writes a
+// prefetched batch, runs the forward and loss ops, checks the loss is finite
+// (locating the first non-finite layer when not), then runs the backward and
+// update ops. Checkpoints are written at epoch ends, so the data position
+// saved is the start of the next epoch and a resumed run continues exactly.
+#include "runtime/train/Trainer.h"
+#include "runtime/data/Prefetcher.h"
+#include "runtime/data/Shuffle.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+namespace netc::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The layer a values buffer belongs to ("Conv1.pre" → "Conv1").
+std::string layerOf(const std::string &buffer) {
+  auto dot = buffer.find('.');
+  return dot == std::string::npos ? buffer : buffer.substr(0, dot);
+}
+
+std::string metricsLine(const EpochReport &r) {
+  nlohmann::json j = {{"event", "epoch"},
+                      {"epoch", r.epoch},
+                      {"train_loss", r.trainLoss},
+                      {"train_accuracy", r.trainAccuracy},
+                      {"images_per_sec", r.imagesPerSecond},
+                      {"seconds", r.seconds},
+                      {"learning_rate", r.learningRate}};
+  if (r.testLoss)
+    j["test_loss"] = *r.testLoss;
+  if (r.testAccuracy)
+    j["test_accuracy"] = *r.testAccuracy;
+  return j.dump();
+}
+
+} // namespace
+
+Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &train,
+                 const data::Dataset *test, TrainOptions options)
+    : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
+
+Status Trainer::start(TrainObserver &observer) {
+  if (!options_.outDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.outDir, ec);
+    if (ec)
+      return fail(fmt::format("cannot create the output folder '{}': {} (choose another with --out)",
+                              options_.outDir, ec.message()));
+    metricsPaths_.push_back((std::filesystem::path(options_.outDir) / "metrics.jsonl").string());
+  }
+  for (const std::string &path : options_.metricsFiles)
+    metricsPaths_.push_back(path);
+  const bool resuming = !options_.resumeFrom.empty();
+  for (const std::string &path : metricsPaths_) {
+    std::ofstream probe(path, resuming ? std::ios::app : std::ios::trunc);
+    if (!probe)
+      return fail(fmt::format("cannot write '{}': {} (check the folder exists and is writable, or choose "
+                              "another with --out / --metrics)",
+                              path, std::strerror(errno)));
+  }
+  if (!resuming) {
+    initializeParameters(plan_, backend_, options_.init);
+    return Status::success();
+  }
+  auto info = loadCheckpoint(options_.resumeFrom, plan_, backend_, /*withOptimizerState=*/true);
+  if (!info)
+    return info.error();
+  if (!info->sourceHash.empty() && info->sourceHash != options_.info.sourceHash)
+    observer.onHint(fmt::format("{} was written from a different text of this network (same parameters); "
+                                "continuing",
+                                options_.resumeFrom));
+  if (info->optimizer != optim::optimizerName(options_.optimizer))
+    return fail(fmt::format("{} was trained with optimizer '{}'; resume it with --optimizer {}",
+                            options_.resumeFrom, info->optimizer, info->optimizer));
+  firstEpoch_ = info->epoch;
+  step_ = info->step;
+  if (auto it = info->extra.find("best_epoch"); it != info->extra.end())
+    bestEpoch_ = std::atoi(it->second.c_str());
+  if (auto it = info->extra.find("best_score"); it != info->extra.end())
+    bestScore_ = std::strtod(it->second.c_str(), nullptr);
+  if (auto it = info->extra.find("shuffle"); it != info->extra.end()) {
+    auto state = data::ShuffleState::fromJson(it->second);
+    if (!state)
+      return fail(fmt::format("{}: bad data position: {}", options_.resumeFrom, state.message()));
+    options_.seed = state->seed;
+  }
+  return Status::success();
+}
+
+Status Trainer::diverged(int64_t step, int64_t epoch, int64_t batch, float learningRate) {
+  std::vector<float> values;
+  auto firstBad = [&](int buffer, int64_t count) {
+    values.resize(static_cast<size_t>(count));
+    backend_.read(buffer, values);
+    for (float v : values)
+      if (!std::isfinite(v))
+        return std::isnan(v) ? "NaN" : "infinite";
+    return static_cast<const char *>(nullptr);
+  };
+  std::string where = "the loss";
+  const char *what = "NaN or infinite";
+  for (const plan::Parameter &p : plan_.parameters)
+    if (const char *bad = firstBad(p.buffer, p.count)) {
+      where = fmt::format("parameter '{}'", p.name);
+      what = bad;
+      break;
+    }
+  if (where == "the loss")
+    for (size_t i = 0; i < plan_.forwardEnd; ++i) {
+      int out = plan_.ops[i].out[0];
+      const plan::Buffer &b = plan_.buffers[static_cast<size_t>(out)];
+      if (const char *bad = firstBad(out, b.perSample * batch)) {
+        where = fmt::format("the values of layer '{}'", layerOf(b.name));
+        what = bad;
+        break;
+      }
+    }
+  return fail(
+      fmt::format("training diverged at step {} (epoch {}): {} became {}. Hint: lower the learning rate "
+                  "(--lr, now {:g}), use a smaller initialisation (--init-diameter, --init xavier), or "
+                  "normalise the data (--normalize minmax)",
+                  step, epoch + 1, where, what, learningRate));
+}
+
+void Trainer::writeMetrics(const std::string &line) {
+  for (const std::string &path : metricsPaths_) {
+    std::ofstream out(path, std::ios::app);
+    out << line << "\n";
+  }
+}
+
+Status Trainer::saveState(const std::string &path, int64_t epochsDone) {
+  CheckpointInfo info = options_.info;
+  info.optimizer = std::string(optim::optimizerName(options_.optimizer));
+  info.epoch = epochsDone;
+  info.step = step_;
+  info.extra["shuffle"] = data::ShuffleState{options_.seed, epochsDone, 0}.toJson();
+  info.extra["data_position"] = fmt::format("{{\"epoch\": {}, \"sample\": 0}}", epochsDone);
+  info.extra["best_epoch"] = std::to_string(bestEpoch_);
+  info.extra["best_score"] = fmt::format("{:.17g}", bestScore_);
+  info.extra["rng"] =
+      fmt::format("{{\"shuffle_seed\": {}, \"init_seed\": {}}}", options_.seed, options_.init.seed);
+  info.extra["hyperparameters"] = nlohmann::json{{"learning_rate", options_.hyper.learningRate},
+                                                 {"momentum", options_.hyper.momentum},
+                                                 {"nesterov", options_.hyper.nesterov},
+                                                 {"weight_decay", options_.hyper.weightDecay},
+                                                 {"batch", options_.batch},
+                                                 {"schedule", optim::formatSchedule(options_.schedule)}}
+                                      .dump();
+  return saveCheckpoint(path, plan_, backend_, info, /*withOptimizerState=*/true);
+}
+
+Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
+  if (Status s = start(observer); !s)
+    return s.message().empty() ? fail("training could not start") : Error{s.message()};
+  TrainSummary summary;
+  summary.classification = isClassification(plan_);
+  const auto runStart = Clock::now();
+  const int64_t n = train_.count;
+  const int64_t batches = (n + options_.batch - 1) / options_.batch;
+  observer.onStart(firstEpoch_, options_.epochs, n);
+  std::vector<float> metrics(2);
+  double previousLoss = NAN;
+  bool hinted = false;
+  for (int64_t epoch = firstEpoch_; epoch < options_.epochs; ++epoch) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    if (options_.shuffle)
+      order = data::epochPermutation(n, options_.seed, epoch);
+    else
+      std::iota(order.begin(), order.end(), int64_t{0});
+    data::BatchPrefetcher prefetcher(train_, std::move(order), options_.batch);
+    const auto epochStart = Clock::now();
+    double lossSum = 0, correct = 0, firstLoss = 0, lastLoss = 0;
+    int64_t done = 0, batchIndex = 0;
+    const int64_t window = std::max<int64_t>(1, batches / 20);
+    float learningRate = options_.hyper.learningRate;
+    while (auto batch = prefetcher.next()) {
+      learningRate = optim::scheduledLearningRate(options_.schedule, options_.hyper.learningRate, epoch,
+                                                  double(done) / double(n));
+      backend_.write(plan_.features, batch->features);
+      backend_.write(plan_.labels, batch->labels);
+      backend_.run(0, plan_.lossEnd, batch->size, {});
+      backend_.read(plan_.metrics, metrics);
+      if (!std::isfinite(metrics[0]))
+        return Error{diverged(step_ + 1, epoch, batch->size, learningRate).message()};
+      runtime::UpdateSettings update{options_.optimizer, options_.hyper, learningRate, ++step_};
+      backend_.run(plan_.lossEnd, plan_.ops.size(), batch->size, update);
+      lossSum += metrics[0];
+      correct += metrics[1];
+      done += batch->size;
+      ++batchIndex;
+      if (batchIndex <= window)
+        firstLoss += metrics[0] / double(batch->size) / double(window);
+      if (batchIndex > batches - window)
+        lastLoss += metrics[0] / double(batch->size) / double(window);
+      const double elapsed = secondsSince(epochStart);
+      Progress p{epoch + 1,
+                 options_.epochs,
+                 done,
+                 n,
+                 batchIndex,
+                 batches,
+                 lossSum / double(done),
+                 correct / double(done),
+                 elapsed > 0 ? double(done) / elapsed : 0,
+                 0};
+      p.etaSeconds =
+          p.imagesPerSecond > 0
+              ? (double(n - done) + double(options_.epochs - epoch - 1) * double(n)) / p.imagesPerSecond
+              : 0;
+      observer.onProgress(p);
+      prefetcher.recycle(std::move(*batch));
+    }
+    backend_.synchronize();
+    EpochReport report;
+    report.epoch = epoch + 1;
+    report.seconds = secondsSince(epochStart);
+    report.trainLoss = lossSum / double(n);
+    report.trainAccuracy = correct / double(n);
+    report.imagesPerSecond = report.seconds > 0 ? double(n) / report.seconds : 0;
+    report.learningRate = learningRate;
+    if (test_) {
+      Evaluation e = evaluate(plan_, backend_, *test_, options_.batch);
+      report.testLoss = e.loss;
+      report.testAccuracy = e.accuracy;
+      summary.finalTest = std::move(e);
+    }
+    // Best: highest test accuracy (classification), else lowest loss.
+    double score = summary.classification && report.testAccuracy ? *report.testAccuracy
+                   : report.testLoss                             ? -*report.testLoss
+                   : summary.classification                      ? report.trainAccuracy
+                                                                 : -report.trainLoss;
+    if (bestEpoch_ == 0 || score > bestScore_) {
+      bestScore_ = score;
+      bestEpoch_ = static_cast<int>(report.epoch);
+      report.best = true;
+    }
+    if (!hinted) {
+      bool flat = epoch == 0 ? std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
+                             : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
+      if (flat && batches >= 2) {
+        hinted = true;
+        std::string init =
+            options_.init.kind == InitKind::Uniform
+                ? fmt::format("with the initial-weights diameter {:g} (--init-diameter; Azure's "
+                              "default is 0.1) deep sigmoid networks start flat: try "
+                              "--init-diameter 1.0 or --init xavier",
+                              options_.init.diameter)
+                : fmt::format("check the initialisation (--init {})", initName(options_.init.kind));
+        observer.onHint(
+            fmt::format("the training loss has not moved in epoch {} ({:.4f}): the network's outputs "
+                        "barely depend on its input; {}, add momentum (--momentum 0.9) or raise --lr "
+                        "(now {:g})",
+                        report.epoch, report.trainLoss, init, learningRate));
+      }
+    }
+    previousLoss = report.trainLoss;
+    writeMetrics(metricsLine(report));
+    summary.epochs.push_back(report);
+    observer.onEpoch(report);
+    if (!options_.outDir.empty()) {
+      const std::filesystem::path dir(options_.outDir);
+      if (Status s = saveState((dir / "last.safetensors").string(), report.epoch); !s)
+        return Error{s.message()};
+      if (report.best)
+        if (Status s = saveState((dir / "best.safetensors").string(), report.epoch); !s)
+          return Error{s.message()};
+    }
+  }
+  summary.steps = step_;
+  summary.bestEpoch = bestEpoch_;
+  summary.seconds = secondsSince(runStart);
+  nlohmann::json end = {{"event", "end"},
+                        {"epochs", options_.epochs},
+                        {"steps", step_},
+                        {"best_epoch", bestEpoch_},
+                        {"seconds", summary.seconds}};
+  if (!summary.epochs.empty()) {
+    const EpochReport &last = summary.epochs.back();
+    end["train_loss"] = last.trainLoss;
+    end["train_accuracy"] = last.trainAccuracy;
+    if (last.testLoss)
+      end["test_loss"] = *last.testLoss;
+    if (last.testAccuracy)
+      end["test_accuracy"] = *last.testAccuracy;
+  }
+  writeMetrics(end.dump());
+  return summary;
+}
+
+} // namespace netc::train

@@ -1,0 +1,87 @@
+// EvalCommand.cpp -- `netc eval FILE --weights CKPT --data DIR`: loss,
+// accuracy, per-class accuracy and the confusion matrix of a trained network
+// on a data folder's test set (its training set when it has none), as text
+// or `--format json`.
+#include "CommandSupport.h"
+
+#include "netc/Training.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace netc::cli {
+
+namespace {
+
+struct EvalArgs {
+  std::string file, weights, data, format = "text";
+  ModelOptions model;
+};
+
+std::string evaluationText(const EvaluationResult &e) {
+  std::string out = fmt::format("samples   {}\nloss      {:.4f}\n", e.samples, e.loss);
+  if (!e.classification)
+    return out;
+  out += fmt::format("accuracy  {:.2f}%\n\nper-class accuracy:\n", 100 * e.accuracy);
+  for (size_t c = 0; c < e.classAccuracy.size(); ++c)
+    out += fmt::format("  {:>3}  {:6.2f}%\n", c, 100 * e.classAccuracy[c]);
+  out += "\nconfusion matrix (rows: actual, columns: predicted):\n     ";
+  for (size_t c = 0; c < e.confusion.size(); ++c)
+    out += fmt::format("{:>6}", c);
+  out += "\n";
+  for (size_t a = 0; a < e.confusion.size(); ++a) {
+    out += fmt::format("{:>5}", a);
+    for (int64_t n : e.confusion[a])
+      out += fmt::format("{:>6}", n);
+    out += "\n";
+  }
+  return out;
+}
+
+int runEval(const EvalArgs &args) {
+  ModelResult loaded = Model::load(args.file, args.weights, args.model);
+  if (!loaded.diagnostics.empty())
+    std::fputs(loaded.diagnostics.c_str(), stderr);
+  if (!loaded.model) {
+    std::fprintf(stderr, "netc: error: %s\n", loaded.error.c_str());
+    return loaded.failure == FailureKind::Usage ? kUsageError : kInputError;
+  }
+  std::string error;
+  EvaluationResult e = loaded.model->evaluate(args.data, error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "netc: error: %s\n", error.c_str());
+    return kInputError;
+  }
+  if (args.format == "json") {
+    nlohmann::json j = {{"samples", e.samples}, {"loss", e.loss}};
+    if (e.classification) {
+      j["accuracy"] = e.accuracy;
+      j["class_accuracy"] = e.classAccuracy;
+      j["confusion"] = e.confusion;
+    }
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s", evaluationText(e).c_str());
+  }
+  return kSuccess;
+}
+
+} // namespace
+
+void addEvalCommand(CLI::App &app, int &exitCode) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App *cmd = app.add_subcommand("eval", "Evaluate a trained network on a data folder");
+  cmd->add_option("file", args->file, "Net# file")->required();
+  cmd->add_option("--weights", args->weights,
+                  "Checkpoint written by netc train (e.g. runs/mnist/best.safetensors)")
+      ->required();
+  cmd->add_option("--data", args->data, "Data folder (its test set, else its training set)")->required();
+  cmd->add_option("--batch", args->model.batch, "Samples per forward pass")->capture_default_str();
+  cmd->add_option("--threads", args->model.threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--format", args->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->callback([args, &exitCode] { exitCode = runEval(*args); });
+}
+
+} // namespace netc::cli

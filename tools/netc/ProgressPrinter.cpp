@@ -1,0 +1,101 @@
+// ProgressPrinter.cpp -- progress bar, periodic lines, epoch lines and the
+// training summary for `netc train`.
+#include "ProgressPrinter.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unistd.h>
+
+namespace netc::cli {
+
+ProgressStyle parseProgressStyle(std::string_view flag, std::FILE *stream) {
+  if (flag == "bar")
+    return ProgressStyle::Bar;
+  if (flag == "lines")
+    return ProgressStyle::Lines;
+  if (flag == "none")
+    return ProgressStyle::None;
+  return isatty(fileno(stream)) ? ProgressStyle::Bar : ProgressStyle::Lines;
+}
+
+std::string formatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0)
+    return "?";
+  auto s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600)
+    return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+void ProgressPrinter::update(const TrainProgress &p) {
+  if (style_ == ProgressStyle::None)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  const bool last = p.batchesDone == p.batchesTotal;
+  const double since = std::chrono::duration<double>(now - last_).count();
+  if (style_ == ProgressStyle::Bar) {
+    if (since < 0.1 && !last)
+      return;
+    last_ = now;
+    const int width = 24;
+    const int filled = p.samplesTotal ? static_cast<int>(width * p.samplesDone / p.samplesTotal) : 0;
+    std::string bar = std::string(static_cast<size_t>(filled), '=') +
+                      (filled < width ? ">" + std::string(static_cast<size_t>(width - filled - 1), ' ') : "");
+    std::fprintf(out_, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld  loss %.4f  acc %5.2f%%  %.0f img/s  ETA %s",
+                 static_cast<long long>(p.epoch), static_cast<long long>(p.epochs), bar.c_str(),
+                 static_cast<long long>(p.batchesDone), static_cast<long long>(p.batchesTotal), p.loss,
+                 100 * p.accuracy, p.imagesPerSecond, formatDuration(p.etaSeconds).c_str());
+    std::fflush(out_);
+    drawn_ = true;
+    return;
+  }
+  if (last_.time_since_epoch().count() == 0) {
+    last_ = now; // the first line comes after 10 s
+    return;
+  }
+  if (since < 10 || last)
+    return;
+  last_ = now;
+  std::fprintf(out_, "epoch %lld/%lld: batch %lld/%lld, loss %.4f, accuracy %.2f%%, %.0f img/s, ETA %s\n",
+               static_cast<long long>(p.epoch), static_cast<long long>(p.epochs),
+               static_cast<long long>(p.batchesDone), static_cast<long long>(p.batchesTotal), p.loss,
+               100 * p.accuracy, p.imagesPerSecond, formatDuration(p.etaSeconds).c_str());
+  std::fflush(out_);
+}
+
+void ProgressPrinter::clear() {
+  if (!drawn_)
+    return;
+  std::fprintf(out_, "\r\033[K");
+  std::fflush(out_);
+  drawn_ = false;
+}
+
+std::string epochLine(const EpochResult &e) {
+  std::string line =
+      fmt::format("epoch {:>3}  train loss {:.4f} acc {:6.2f}%", e.epoch, e.trainLoss, 100 * e.trainAccuracy);
+  if (e.testLoss)
+    line += fmt::format("  test loss {:.4f} acc {:6.2f}%", *e.testLoss, 100 * e.testAccuracy.value_or(0));
+  line += fmt::format("  {:.0f} img/s  {:.1f} s{}", e.imagesPerSecond, e.seconds, e.best ? "  *best" : "");
+  return line;
+}
+
+std::string trainSummary(const TrainResult &r) {
+  std::string out = fmt::format("trained {} epoch(s), {} steps in {}, seed {}\n", r.epochs.size(), r.steps,
+                                formatDuration(r.seconds), r.seed);
+  if (!r.epochs.empty()) {
+    const EpochResult &last = r.epochs.back();
+    out += fmt::format("final: train loss {:.4f}, train accuracy {:.2f}%", last.trainLoss,
+                       100 * last.trainAccuracy);
+    if (r.finalTest)
+      out += fmt::format(", test loss {:.4f}, test accuracy {:.2f}% ({} samples)", r.finalTest->loss,
+                         100 * r.finalTest->accuracy, r.finalTest->samples);
+    out += fmt::format("\nbest epoch {}\n", r.bestEpoch);
+  }
+  out += fmt::format("saved {}/last.safetensors, {}/best.safetensors, {}/metrics.jsonl\n", r.outDir, r.outDir,
+                     r.outDir);
+  return out;
+}
+
+} // namespace netc::cli
