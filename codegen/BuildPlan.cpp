@@ -144,6 +144,8 @@ private:
       param.givenValues = std::move(given);
       param.fanIn = std::max<int64_t>(1, fanIn);
       param.fanOut = std::max<int64_t>(1, fanOut);
+      const ir::Layer &owner = net_.layers[static_cast<size_t>(ref.layer)];
+      param.gain = owner.function == ir::Activation::Sigmoid ? 4.0 : 1.0;
       param.buffer = fixedBuffer(param.name, BufferRole::Parameter, param.count);
       if (options_.training)
         param.gradient = fixedBuffer("d" + param.name, BufferRole::ParameterGrad, param.count);

@@ -93,7 +93,7 @@ WindowTables windowTables(const ir::Bundle &bundle) {
   for (size_t d = 0; d < rank; ++d) {
     counts[d] = g.dims[d].count;
     kernel[d] = g.dims[d].kernel;
-    centreCell[d] = g.dims[d].kernel / 2;
+    centreCell[d] = (g.dims[d].kernel - 1) / 2; // the central node (NETSHARP §6.3): K/2 − 1 for even K
   }
   WindowTables t;
   t.window.reserve(static_cast<size_t>(g.outputNodes * g.kernelSize));

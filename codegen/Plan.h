@@ -120,6 +120,7 @@ struct Parameter {
   std::vector<ir::ParamRef> owners;
   std::vector<double> givenValues; // Weights = / Biases = (empty: random)
   int64_t fanIn = 1, fanOut = 1;   // for Xavier / He initialisation
+  double gain = 1;                 // Xavier gain for the destination's function (4 for sigmoid, Glorot 2010)
   bool isBias = false;
 };
 

@@ -19,19 +19,24 @@ std::string_view normalizerName(NormalizerKind kind) {
   case NormalizerKind::None: return "none";
   case NormalizerKind::MinMax: return "minmax";
   case NormalizerKind::Gaussian: return "gaussian";
+  case NormalizerKind::GlobalMinMax: return "global-minmax";
   }
   return "none";
 }
 
 Expected<NormalizerKind> parseNormalizerKind(std::string_view name) {
-  std::string lower;
-  for (char c : name)
-    if (c != '-' && c != '_')
-      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (NormalizerKind kind : {NormalizerKind::None, NormalizerKind::MinMax, NormalizerKind::Gaussian})
-    if (lower == normalizerName(kind))
+  auto squeeze = [](std::string_view text) {
+    std::string out;
+    for (char c : text)
+      if (c != '-' && c != '_')
+        out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  for (NormalizerKind kind :
+       {NormalizerKind::None, NormalizerKind::MinMax, NormalizerKind::Gaussian, NormalizerKind::GlobalMinMax})
+    if (squeeze(name) == squeeze(normalizerName(kind)))
       return kind;
-  return fail(fmt::format("unknown normalizer '{}'; expected none, minmax or gaussian", name));
+  return fail(fmt::format("unknown normalizer '{}'; expected none, minmax, gaussian or global-minmax", name));
 }
 
 Normalizer Normalizer::fit(NormalizerKind kind, const Dataset &train) {
@@ -42,6 +47,17 @@ Normalizer Normalizer::fit(NormalizerKind kind, const Dataset &train) {
   const auto features = static_cast<size_t>(train.featureCount);
   result.offset_.assign(features, 0.0f);
   result.scale_.assign(features, 0.0f);
+
+  if (kind == NormalizerKind::GlobalMinMax) {
+    // One scale for every feature: 1 / the largest |value| in the training
+    // set (for pixels: x / 255), so rarely-lit pixels are not amplified.
+    float top = 0;
+    for (float v : train.features)
+      top = std::max(top, std::fabs(v));
+    if (top > 0)
+      std::fill(result.scale_.begin(), result.scale_.end(), 1.0f / top);
+    return result;
+  }
 
   if (kind == NormalizerKind::MinMax) {
     std::vector<float> lo(features, std::numeric_limits<float>::infinity());

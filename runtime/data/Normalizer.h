@@ -19,9 +19,9 @@
 namespace netc::data {
 
 /// The normalisation methods.
-enum class NormalizerKind { None, MinMax, Gaussian };
+enum class NormalizerKind { None, MinMax, Gaussian, GlobalMinMax };
 
-/// "none", "minmax" or "gaussian".
+/// "none", "minmax", "gaussian" or "global-minmax".
 std::string_view normalizerName(NormalizerKind kind);
 /// Parses a name written by normalizerName (case-insensitive; "min-max" too).
 Expected<NormalizerKind> parseNormalizerKind(std::string_view name);

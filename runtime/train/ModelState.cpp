@@ -63,7 +63,7 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
       for (float &v : values)
         v = uniform(rng, options.diameter / 2.0);
     } else if (!p.isBias) {
-      double limit = options.kind == InitKind::Xavier ? std::sqrt(6.0 / double(p.fanIn + p.fanOut))
+      double limit = options.kind == InitKind::Xavier ? p.gain * std::sqrt(6.0 / double(p.fanIn + p.fanOut))
                                                       : std::sqrt(6.0 / double(p.fanIn));
       for (float &v : values)
         v = uniform(rng, limit);

@@ -251,9 +251,14 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       report.best = true;
     }
     if (!hinted) {
-      bool flat = epoch == 0 ? std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
-                             : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
-      if (flat && batches >= 2) {
+      // Flat within the first epoch, or from one epoch to the next, while
+      // still at chance (a converged loss is flat too, but not at chance).
+      bool flat = epoch == firstEpoch_
+                      ? std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
+                      : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
+      const double classes = plan_.outputNodes == 1 ? 2.0 : double(plan_.outputNodes);
+      bool atChance = summary.classification ? report.trainAccuracy <= 1.5 / classes : epoch == firstEpoch_;
+      if (flat && atChance && batches >= 2) {
         hinted = true;
         std::string init =
             options_.init.kind == InitKind::Uniform

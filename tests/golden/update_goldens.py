@@ -18,6 +18,12 @@ CASES = [(f"ir-{p.stem}", p.name, "ir", ["--input-size", "100"] if p.stem == "he
          for p in sorted((ROOT / "examples").glob("*.net"))]
 CASES += [("ast-mnist", "mnist.net", "ast", []), ("tokens-mnist", "mnist.net", "tokens", []),
           ("ast-siamese", "siamese.net", "ast", []), ("ast-multi-input-filtered", "multi-input-filtered.net", "ast", [])]
+# Plans: the seed network (convolution kinds, dense, softmax loss), shared
+# weights, several inputs with `where` bundles, pooling and normalization.
+CASES += [("plan-mnist", "mnist.net", "plan", []), ("plan-siamese", "siamese.net", "plan", []),
+          ("plan-multi-input-filtered", "multi-input-filtered.net", "plan", []),
+          ("plan-pool-norm", "pool-norm.net", "plan", []),
+          ("inference-plan-mnist", "mnist.net", "inference-plan", [])]
 
 
 def main():

@@ -4,6 +4,8 @@
 // With errors: exit 1 and the diagnostics on stderr.
 #include "CommandSupport.h"
 
+#include "codegen/Codegen.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -14,9 +16,33 @@ namespace {
 struct ShowArgs {
   std::string file;
   std::string format = "text";
+  int64_t batch = 32;
   CompileFlags compile;
   ColourFlag colour;
 };
+
+/// Planned memory (codegen/PlanMemory.cpp) of the training and inference plans.
+struct PlannedMemory {
+  bool available = false;
+  int64_t trainPerSample = 0, trainFixed = 0, inferPerSample = 0, inferFixed = 0;
+};
+
+PlannedMemory planMemoryOf(const ir::Network &net) {
+  PlannedMemory m;
+  plan::PlanOptions training, inference;
+  training.optimizerStateSlots = 1; // SGD with momentum
+  inference.training = false;
+  auto trainPlan = plan::buildPlan(net, training);
+  auto inferPlan = plan::buildPlan(net, inference);
+  if (!trainPlan || !inferPlan)
+    return m;
+  m.available = true;
+  m.trainPerSample = trainPlan->memory.arenaPerSample * 4;
+  m.trainFixed = trainPlan->memory.fixedElements * 4;
+  m.inferPerSample = inferPlan->memory.arenaPerSample * 4;
+  m.inferFixed = inferPlan->memory.fixedElements * 4;
+  return m;
+}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string out = "[";
@@ -51,7 +77,7 @@ std::string functionText(const ir::Layer &layer) {
   return layer.functionIsDefault ? name + " (default)" : name;
 }
 
-void printTable(const ir::Network &net) {
+void printTable(const ir::Network &net, int64_t batch) {
   std::vector<std::array<std::string, 8>> rows;
   rows.push_back({"layer", "kind", "shape", "nodes", "function", "params", "FLOPs", "memory"});
   for (const ir::Layer &layer : net.layers)
@@ -87,9 +113,19 @@ void printTable(const ir::Network &net) {
   std::printf(
       "\nparameters: %s unique trainable values; forward: %s FLOPs and %s of activations per sample\n",
       grouped(net.params).c_str(), grouped(net.flops).c_str(), bytesText(net.activationBytes).c_str());
+  PlannedMemory m = planMemoryOf(net);
+  if (!m.available)
+    return;
+  std::printf(
+      "planned memory: training %s per sample + %s fixed (%s at batch %lld); inference %s per sample + "
+      "%s fixed (%s at batch %lld)\n",
+      bytesText(m.trainPerSample).c_str(), bytesText(m.trainFixed).c_str(),
+      bytesText(m.trainPerSample * batch + m.trainFixed).c_str(), static_cast<long long>(batch),
+      bytesText(m.inferPerSample).c_str(), bytesText(m.inferFixed).c_str(),
+      bytesText(m.inferPerSample * batch + m.inferFixed).c_str(), static_cast<long long>(batch));
 }
 
-nlohmann::json toJson(const ir::Network &net) {
+nlohmann::json toJson(const ir::Network &net, int64_t batch) {
   nlohmann::json layers = nlohmann::json::array();
   for (const ir::Layer &layer : net.layers) {
     nlohmann::json bundles = nlohmann::json::array();
@@ -112,9 +148,21 @@ nlohmann::json toJson(const ir::Network &net) {
                       {"depth", layer.depth},
                       {"bundles", bundles}});
   }
-  return {{"name", net.name},     {"layers", layers},
-          {"params", net.params}, {"params_before_share", net.totalParams},
-          {"flops", net.flops},   {"activation_bytes", net.activationBytes}};
+  nlohmann::json out = {{"name", net.name},     {"layers", layers},
+                        {"params", net.params}, {"params_before_share", net.totalParams},
+                        {"flops", net.flops},   {"activation_bytes", net.activationBytes}};
+  PlannedMemory m = planMemoryOf(net);
+  if (m.available)
+    out["planned_memory"] = {{"batch", batch},
+                             {"training",
+                              {{"bytes_per_sample", m.trainPerSample},
+                               {"fixed_bytes", m.trainFixed},
+                               {"bytes_per_batch", m.trainPerSample * batch + m.trainFixed}}},
+                             {"inference",
+                              {{"bytes_per_sample", m.inferPerSample},
+                               {"fixed_bytes", m.inferFixed},
+                               {"bytes_per_batch", m.inferPerSample * batch + m.inferFixed}}}};
+  return out;
 }
 
 std::string dotEscape(const std::string &s) {
@@ -156,11 +204,11 @@ int runShow(const ShowArgs &args) {
   if (c->diags.hasErrors())
     return kInputError;
   if (args.format == "json")
-    std::printf("%s\n", toJson(c->network).dump(2).c_str());
+    std::printf("%s\n", toJson(c->network, args.batch).dump(2).c_str());
   else if (args.format == "dot")
     printDot(c->network);
   else
-    printTable(c->network);
+    printTable(c->network, args.batch);
   return kSuccess;
 }
 
@@ -172,6 +220,9 @@ void addShowCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("file", args->file, "Net# file")->required();
   cmd->add_option("--format", args->format, "Output format: text, json or dot")
       ->check(CLI::IsMember({"text", "json", "dot"}))
+      ->capture_default_str();
+  cmd->add_option("--batch", args->batch, "Batch size for the planned memory per batch")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   args->compile.addTo(*cmd);
   args->colour.addTo(*cmd);
