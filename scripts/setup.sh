@@ -10,7 +10,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-14-tools
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev libomp-14-dev
   valgrind
   zlib1g-dev libopenblas-openmp-dev libpng-dev
 )
