@@ -1,10 +1,10 @@
 // Inference.cpp -- netc::Model (a network with a checkpoint's weights:
 // evaluate and predict) and netc::bench (training and inference throughput
 // of the compiled plan on random data), from include/netc/Training.h.
+#include "api/Backends.h"
 #include "api/NetworkImpl.h"
 #include "codegen/Codegen.h"
 #include "netc/Training.h"
-#include "runtime/cpu/CpuBackend.h"
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Normalizer.h"
 #include "runtime/train/Evaluate.h"
@@ -36,11 +36,6 @@ struct Model::Impl {
 };
 
 namespace {
-
-void registerBackends() {
-  static std::once_flag once;
-  std::call_once(once, [] { runtime::registerCpuBackend(); });
-}
 
 Task parseTaskText(const std::string &text) {
   if (text == "multiclass")
@@ -90,7 +85,7 @@ Model::Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ModelResult Model::load(const std::string &netPath, const std::string &checkpointPath,
                         const ModelOptions &options) {
-  registerBackends();
+  registerBuiltinBackends();
   ModelResult result;
   auto input = [&](std::string message) {
     result.failure = FailureKind::Input;
@@ -212,7 +207,7 @@ EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error)
 }
 
 BenchResult bench(const std::string &netPath, const BenchSettings &s) {
-  registerBackends();
+  registerBuiltinBackends();
   BenchResult result;
   result.batch = s.batch;
   result.threads = s.threads;

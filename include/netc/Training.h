@@ -66,6 +66,8 @@ struct EpochResult {
   std::optional<double> testLoss, testAccuracy;
   double imagesPerSecond = 0, seconds = 0, learningRate = 0;
   bool best = false;
+  bool classification = true; ///< accuracies are meaningful (not a regression)
+  bool validation = false;    ///< testLoss/testAccuracy are of the --validation split
 };
 
 /// Receives training events (all on the calling thread).

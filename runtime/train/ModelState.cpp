@@ -3,6 +3,7 @@
 // output is fixed by the standard) mapped to floats by our own arithmetic,
 // so a seed gives the same weights everywhere.
 #include "runtime/train/ModelState.h"
+#include "runtime/optim/Optimizer.h"
 #include "runtime/train/Safetensors.h"
 
 #include <fmt/format.h>
@@ -30,7 +31,11 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return out + "]";
 }
 
-std::string stateName(const plan::Parameter &p, size_t slot) {
+/// The checkpoint name of optimizer slot `slot` of `p`: PyTorch's state key
+/// ("Hid3/biases/momentum_buffer", "…/exp_avg", …) for a known optimizer.
+std::string stateName(const plan::Parameter &p, size_t slot, std::string_view optimizer) {
+  if (auto kind = optim::parseOptimizer(optimizer))
+    return fmt::format("{}/{}", p.name, optim::stateSlotName(*kind, static_cast<int>(slot)));
   return fmt::format("{}/state{}", p.name, slot);
 }
 
@@ -90,7 +95,7 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
       backend.read(p.state[s], values);
-      auto state = Tensor::fromF32(stateName(p, s), p.shape, values);
+      auto state = Tensor::fromF32(stateName(p, s, info.optimizer), p.shape, values);
       if (!state)
         return state.status();
       file.tensors.push_back(std::move(*state));
@@ -109,7 +114,8 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
 }
 
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
-                                        runtime::Backend &backend, bool withOptimizerState) {
+                                        runtime::Backend &backend, bool withOptimizerState,
+                                        std::string_view optimizer) {
   auto file = readSafetensors(path);
   if (!file)
     return file.error();
@@ -127,9 +133,13 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     info.epoch = *epoch;
   if (auto step = file->metadataInt("step"))
     info.step = *step;
+  if (withOptimizerState && !optimizer.empty() && info.optimizer != optimizer)
+    return fail(fmt::format("{} was trained with optimizer '{}'; resume it with --optimizer {}", path,
+                            info.optimizer.empty() ? "none" : info.optimizer,
+                            info.optimizer.empty() ? "sgd" : info.optimizer));
 
   // Structure first: every parameter present with the right shape, no extras.
-  std::set<std::string> expected;
+  std::set<std::string> expected, states;
   for (const plan::Parameter &p : plan.parameters) {
     expected.insert(p.name);
     const Tensor *t = file->find(p.name);
@@ -141,21 +151,32 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     if (t->shape != p.shape)
       return fail(fmt::format("{}: tensor '{}' has shape {} in the checkpoint but {} in network '{}'", path,
                               p.name, shapeText(t->shape), shapeText(p.shape), plan.network));
+    for (int s = 0; s < optim::kMaxStateSlots; ++s)
+      states.insert(stateName(p, static_cast<size_t>(s), info.optimizer));
     if (withOptimizerState)
       for (size_t s = 0; s < p.state.size(); ++s) {
-        expected.insert(stateName(p, s));
-        if (!file->find(stateName(p, s)))
+        expected.insert(stateName(p, s, info.optimizer));
+        if (!file->find(stateName(p, s, info.optimizer)))
           return fail(fmt::format("{}: it has no optimizer state '{}' (it was written with optimizer '{}'); "
                                   "resume with the same --optimizer and --momentum",
-                                  path, stateName(p, s), info.optimizer.empty() ? "none" : info.optimizer));
+                                  path, stateName(p, s, info.optimizer),
+                                  info.optimizer.empty() ? "none" : info.optimizer));
       }
   }
-  for (const Tensor &t : file->tensors)
-    if (!expected.count(t.name) && t.name.find("/state") == std::string::npos)
+  for (const Tensor &t : file->tensors) {
+    if (expected.count(t.name))
+      continue;
+    if (!states.count(t.name))
       return fail(
           fmt::format("{}: checkpoint of another network: tensor '{}' (shape {}) has no counterpart in "
                       "network '{}'",
                       path, t.name, shapeText(t.shape), plan.network));
+    if (withOptimizerState)
+      return fail(fmt::format("{}: it holds optimizer state '{}' that this run would drop (it was written "
+                              "with optimizer '{}' and other settings); resume with the same --optimizer and "
+                              "--momentum",
+                              path, t.name, info.optimizer));
+  }
   for (const plan::Parameter &p : plan.parameters) {
     auto values = file->find(p.name)->toF32(p.shape);
     if (!values)
@@ -164,7 +185,7 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
-      auto state = file->find(stateName(p, s))->toF32(p.shape);
+      auto state = file->find(stateName(p, s, info.optimizer))->toF32(p.shape);
       if (!state)
         return state.error();
       backend.write(p.state[s], *state);

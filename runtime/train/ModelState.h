@@ -49,9 +49,11 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
 /// Reads a checkpoint written by saveCheckpoint into the loaded plan's
 /// parameters (and optimizer state when `withOptimizerState`), after checking
 /// that every parameter is present with the plan's shape and no extra ones
-/// are; returns its info.
+/// are, and (with state) that it was written by `optimizer` with the same
+/// state slots; returns its info.
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
-                                        runtime::Backend &backend, bool withOptimizerState);
+                                        runtime::Backend &backend, bool withOptimizerState,
+                                        std::string_view optimizer = {});
 
 /// A stable hash of a network's text (FNV-1a, 64-bit, hex).
 std::string hashSource(std::string_view text);

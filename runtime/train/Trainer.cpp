@@ -41,10 +41,13 @@ std::string metricsLine(const EpochReport &r) {
                       {"images_per_sec", r.imagesPerSecond},
                       {"seconds", r.seconds},
                       {"learning_rate", r.learningRate}};
+  const std::string eval = r.validation ? "validation" : "test";
   if (r.testLoss)
-    j["test_loss"] = *r.testLoss;
-  if (r.testAccuracy)
-    j["test_accuracy"] = *r.testAccuracy;
+    j[eval + "_loss"] = *r.testLoss;
+  if (r.testAccuracy && r.classification)
+    j[eval + "_accuracy"] = *r.testAccuracy;
+  if (!r.classification)
+    j.erase("train_accuracy");
   return j.dump();
 }
 
@@ -55,6 +58,35 @@ Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::
     : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
 
 Status Trainer::start(TrainObserver &observer) {
+  // Read the checkpoint first: a refused resume leaves nothing behind.
+  const bool resuming = !options_.resumeFrom.empty();
+  if (resuming) {
+    auto info = loadCheckpoint(options_.resumeFrom, plan_, backend_, /*withOptimizerState=*/true,
+                               optim::optimizerName(options_.optimizer));
+    if (!info)
+      return info.error();
+    if (!info->sourceHash.empty() && info->sourceHash != options_.info.sourceHash)
+      observer.onHint(fmt::format("{} was written from a different text of this network (same parameters); "
+                                  "continuing",
+                                  options_.resumeFrom));
+    firstEpoch_ = info->epoch;
+    step_ = info->step;
+    if (firstEpoch_ >= options_.epochs)
+      return fail(fmt::format("{} has already trained {} epoch(s); pass --epochs above {} to train more",
+                              options_.resumeFrom, firstEpoch_, firstEpoch_));
+    if (auto it = info->extra.find("best_epoch"); it != info->extra.end())
+      bestEpoch_ = std::atoi(it->second.c_str());
+    if (auto it = info->extra.find("best_score"); it != info->extra.end())
+      bestScore_ = std::strtod(it->second.c_str(), nullptr);
+    if (auto it = info->extra.find("shuffle"); it != info->extra.end()) {
+      auto state = data::ShuffleState::fromJson(it->second);
+      if (!state)
+        return fail(fmt::format("{}: bad data position: {}", options_.resumeFrom, state.message()));
+      if (state->seed != options_.seed)
+        return fail(fmt::format("{} continues the run with seed {}; drop --seed or pass --seed {}",
+                                options_.resumeFrom, state->seed, state->seed));
+    }
+  }
   if (!options_.outDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.outDir, ec);
@@ -65,7 +97,6 @@ Status Trainer::start(TrainObserver &observer) {
   }
   for (const std::string &path : options_.metricsFiles)
     metricsPaths_.push_back(path);
-  const bool resuming = !options_.resumeFrom.empty();
   for (const std::string &path : metricsPaths_) {
     std::ofstream probe(path, resuming ? std::ios::app : std::ios::trunc);
     if (!probe)
@@ -73,32 +104,8 @@ Status Trainer::start(TrainObserver &observer) {
                               "another with --out / --metrics)",
                               path, std::strerror(errno)));
   }
-  if (!resuming) {
+  if (!resuming)
     initializeParameters(plan_, backend_, options_.init);
-    return Status::success();
-  }
-  auto info = loadCheckpoint(options_.resumeFrom, plan_, backend_, /*withOptimizerState=*/true);
-  if (!info)
-    return info.error();
-  if (!info->sourceHash.empty() && info->sourceHash != options_.info.sourceHash)
-    observer.onHint(fmt::format("{} was written from a different text of this network (same parameters); "
-                                "continuing",
-                                options_.resumeFrom));
-  if (info->optimizer != optim::optimizerName(options_.optimizer))
-    return fail(fmt::format("{} was trained with optimizer '{}'; resume it with --optimizer {}",
-                            options_.resumeFrom, info->optimizer, info->optimizer));
-  firstEpoch_ = info->epoch;
-  step_ = info->step;
-  if (auto it = info->extra.find("best_epoch"); it != info->extra.end())
-    bestEpoch_ = std::atoi(it->second.c_str());
-  if (auto it = info->extra.find("best_score"); it != info->extra.end())
-    bestScore_ = std::strtod(it->second.c_str(), nullptr);
-  if (auto it = info->extra.find("shuffle"); it != info->extra.end()) {
-    auto state = data::ShuffleState::fromJson(it->second);
-    if (!state)
-      return fail(fmt::format("{}: bad data position: {}", options_.resumeFrom, state.message()));
-    options_.seed = state->seed;
-  }
   return Status::success();
 }
 
@@ -234,6 +241,8 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     report.trainAccuracy = correct / double(n);
     report.imagesPerSecond = report.seconds > 0 ? double(n) / report.seconds : 0;
     report.learningRate = learningRate;
+    report.classification = summary.classification;
+    report.validation = options_.evaluatesValidation;
     if (test_) {
       Evaluation e = evaluate(plan_, backend_, *test_, options_.batch);
       report.testLoss = e.loss;
@@ -297,12 +306,14 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
                         {"seconds", summary.seconds}};
   if (!summary.epochs.empty()) {
     const EpochReport &last = summary.epochs.back();
+    const std::string eval = last.validation ? "validation" : "test";
     end["train_loss"] = last.trainLoss;
-    end["train_accuracy"] = last.trainAccuracy;
+    if (last.classification)
+      end["train_accuracy"] = last.trainAccuracy;
     if (last.testLoss)
-      end["test_loss"] = *last.testLoss;
-    if (last.testAccuracy)
-      end["test_accuracy"] = *last.testAccuracy;
+      end[eval + "_loss"] = *last.testLoss;
+    if (last.testAccuracy && last.classification)
+      end[eval + "_accuracy"] = *last.testAccuracy;
   }
   writeMetrics(end.dump());
   return summary;

@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string outDir;                    // last.safetensors, best.safetensors, metrics.jsonl ("" = none)
   std::vector<std::string> metricsFiles; // extra JSON-lines files
   std::string resumeFrom;                // a checkpoint to continue from
+  bool evaluatesValidation = false;      // the per-epoch evaluation set is a validation split
   CheckpointInfo info;                   // network, source hash, normalizer... stored in checkpoints
 };
 
@@ -49,6 +50,8 @@ struct EpochReport {
   std::optional<double> testLoss, testAccuracy;
   double imagesPerSecond = 0, seconds = 0, learningRate = 0;
   bool best = false;
+  bool classification = true; // accuracy is meaningful
+  bool validation = false;    // testLoss/testAccuracy are of a validation split
 };
 
 struct TrainSummary {

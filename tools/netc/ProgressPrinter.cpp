@@ -73,10 +73,13 @@ void ProgressPrinter::clear() {
 }
 
 std::string epochLine(const EpochResult &e) {
-  std::string line =
-      fmt::format("epoch {:>3}  train loss {:.4f} acc {:6.2f}%", e.epoch, e.trainLoss, 100 * e.trainAccuracy);
+  std::string line = fmt::format("epoch {:>3}  train loss {:.4f}", e.epoch, e.trainLoss);
+  if (e.classification)
+    line += fmt::format(" acc {:6.2f}%", 100 * e.trainAccuracy);
   if (e.testLoss)
-    line += fmt::format("  test loss {:.4f} acc {:6.2f}%", *e.testLoss, 100 * e.testAccuracy.value_or(0));
+    line += fmt::format("  {} loss {:.4f}", e.validation ? "val" : "test", *e.testLoss);
+  if (e.testLoss && e.classification)
+    line += fmt::format(" acc {:6.2f}%", 100 * e.testAccuracy.value_or(0));
   line += fmt::format("  {:.0f} img/s  {:.1f} s{}", e.imagesPerSecond, e.seconds, e.best ? "  *best" : "");
   return line;
 }
@@ -84,15 +87,19 @@ std::string epochLine(const EpochResult &e) {
 std::string trainSummary(const TrainResult &r) {
   std::string out = fmt::format("trained {} epoch(s), {} steps in {}, seed {}\n", r.epochs.size(), r.steps,
                                 formatDuration(r.seconds), r.seed);
-  if (!r.epochs.empty()) {
-    const EpochResult &last = r.epochs.back();
-    out += fmt::format("final: train loss {:.4f}, train accuracy {:.2f}%", last.trainLoss,
-                       100 * last.trainAccuracy);
-    if (r.finalTest)
-      out += fmt::format(", test loss {:.4f}, test accuracy {:.2f}% ({} samples)", r.finalTest->loss,
-                         100 * r.finalTest->accuracy, r.finalTest->samples);
-    out += fmt::format("\nbest epoch {}\n", r.bestEpoch);
+  if (r.epochs.empty())
+    return out;
+  const EpochResult &last = r.epochs.back();
+  out += fmt::format("final: train loss {:.4f}", last.trainLoss);
+  if (last.classification)
+    out += fmt::format(", train accuracy {:.2f}%", 100 * last.trainAccuracy);
+  if (r.finalTest) {
+    out += fmt::format(", test loss {:.4f}", r.finalTest->loss);
+    if (r.finalTest->classification)
+      out += fmt::format(", test accuracy {:.2f}%", 100 * r.finalTest->accuracy);
+    out += fmt::format(" ({} samples)", r.finalTest->samples);
   }
+  out += fmt::format("\nbest epoch {}\n", r.bestEpoch);
   out += fmt::format("saved {}/last.safetensors, {}/best.safetensors, {}/metrics.jsonl\n", r.outDir, r.outDir,
                      r.outDir);
   return out;
