@@ -5,9 +5,9 @@
 // the file or flag involved. Also Model (evaluate / predict from a
 // checkpoint) and bench (throughput on random data).
 #include "netc/Training.h"
+#include "api/Backends.h"
 #include "api/NetworkImpl.h"
 #include "codegen/Codegen.h"
-#include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Normalizer.h"
@@ -30,11 +30,6 @@
 namespace netc {
 
 namespace {
-
-void registerBackends() {
-  static std::once_flag once;
-  std::call_once(once, [] { runtime::registerCpuBackend(); });
-}
 
 Expected<std::string> readText(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,6 +54,7 @@ struct Compiled {
   std::optional<Network> network;
   std::string diagnostics;
   std::string source;
+  bool outputSizeMismatch = false; ///< NS0325: the output layer's size does not fit the task
 };
 
 Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options) {
@@ -70,6 +66,8 @@ Expected<Compiled> compileForData(const std::string &netPath, const CompileOptio
   CompileResult r = compile(*text, netPath, options);
   c.diagnostics = r.formattedDiagnostics;
   c.network = std::move(r.network);
+  for (const Message &m : r.diagnostics)
+    c.outputSizeMismatch = c.outputSizeMismatch || m.code == "NS0325";
   return c;
 }
 
@@ -115,8 +113,11 @@ public:
       listener_->onHint(hint);
   }
   static EpochResult toPublic(const train::EpochReport &r) {
-    return {r.epoch,           r.trainLoss, r.trainAccuracy, r.testLoss, r.testAccuracy,
-            r.imagesPerSecond, r.seconds,   r.learningRate,  r.best};
+    EpochResult e{r.epoch,           r.trainLoss, r.trainAccuracy, r.testLoss, r.testAccuracy,
+                  r.imagesPerSecond, r.seconds,   r.learningRate,  r.best};
+    e.classification = r.classification;
+    e.validation = r.validation;
+    return e;
   }
 
 private:
@@ -133,7 +134,7 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 } // namespace
 
 TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, TrainListener *listener) {
-  registerBackends();
+  registerBuiltinBackends();
   TrainResult result;
   auto usage = [&](std::string message) {
     result.failure = FailureKind::Usage;
@@ -191,9 +192,18 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
     return input(folder.message());
   data::Dataset trainSet = std::move(folder->train);
   std::optional<data::Dataset> testSet = std::move(folder->test);
-  const uint64_t seed =
-      s.seed ? *s.seed
-             : std::random_device{}() ^ uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  // A resumed run without --seed continues with its checkpoint's seed: the
+  // validation split and the shuffling must be those of the first run (a
+  // checkpoint that cannot be read is refused by the trainer below).
+  std::optional<uint64_t> givenSeed = s.seed;
+  if (!givenSeed && !s.resume.empty())
+    if (auto checkpoint = train::readSafetensors(s.resume))
+      if (auto shuffle = checkpoint->metadataString("shuffle"))
+        if (auto state = data::ShuffleState::fromJson(*shuffle))
+          givenSeed = state->seed;
+  const uint64_t seed = givenSeed ? *givenSeed
+                                  : std::random_device{}() ^
+                                        uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
   result.seed = seed;
   std::optional<data::Dataset> validation;
   if (s.validationFraction > 0) {
@@ -211,13 +221,34 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   if (options.task == Task::Multiclass)
     options.classCount = std::max(trainSet.classCount, testSet ? testSet->classCount : 0);
   options.hiddenNodes = s.hiddenNodes;
+  // Azure ML's Neural Network Regression module defaults to 0.005 (NETSHARP §10).
+  if (!s.learningRate && *optimizer == optim::OptimizerKind::Sgd && options.task == Task::Regression)
+    hyper.learningRate = 0.005f;
   auto compiled = compileForData(netPath, options);
   if (!compiled)
     return input(compiled.message());
+  const std::string compileFailure =
+      fmt::format("{} has errors (with {} features per sample from {}, task {})", netPath,
+                  trainSet.featureCount, s.dataDir, taskText(options.task));
+  // The labels' class count sizes an `auto` output layer. An output layer of
+  // a given size may have more classes than the data shows (a slice holding
+  // some digits only), so when the compiler finds the sizes differ, compile
+  // without the count: labels past the output layer are then refused below
+  // with the compiler's diagnostic, naming the file, the sample and the label.
+  std::optional<std::string> sizeMismatch; // the first compile's diagnostics
+  if (!compiled->network && compiled->outputSizeMismatch && options.task == Task::Multiclass) {
+    CompileOptions sized = options;
+    sized.classCount.reset();
+    auto again = compileForData(netPath, sized);
+    if (again && again->network) {
+      sizeMismatch = compiled->diagnostics;
+      compiled = std::move(again);
+      options = sized;
+    }
+  }
   result.diagnostics = compiled->diagnostics;
   if (!compiled->network)
-    return input(fmt::format("{} has errors (with {} features per sample from {}, task {})", netPath,
-                             trainSet.featureCount, s.dataDir, taskText(options.task)));
+    return input(compileFailure);
   const ir::Network &net = compiled->network->impl().network;
   plan::PlanOptions planOptions;
   planOptions.optimizerStateSlots = optim::stateSlots(*optimizer, hyper);
@@ -232,8 +263,13 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   for (const data::Dataset *d :
        {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
     if (d)
-      if (Status st = checkLabels(*d, *plan, outputName); !st)
+      if (Status st = checkLabels(*d, *plan, outputName); !st) {
+        if (sizeMismatch) {
+          result.diagnostics = *sizeMismatch;
+          return input(compileFailure + ": " + st.message());
+        }
         return input(st.message());
+      }
   data::Normalizer normalizer = data::Normalizer::fit(*normalizerKind, trainSet);
   for (data::Dataset *d : {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
     if (d)
@@ -262,6 +298,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   if (!s.metricsFile.empty())
     t.metricsFiles.push_back(s.metricsFile);
   t.resumeFrom = s.resume;
+  t.evaluatesValidation = validation.has_value();
   t.info.network = net.name;
   t.info.sourceHash = train::hashSource(compiled->source);
   t.info.extra["normalizer"] = normalizer.toJson();
