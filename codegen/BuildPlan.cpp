@@ -299,8 +299,8 @@ private:
       op.kind = OpKind::Convolution;
       op.in = {x, parameterBuffer({l, b}), tableBuffer(name + ".gather", std::move(t.gather)),
                tableBuffer(name + ".scatter", std::move(t.scatter))};
-      op.attrs =
-          ConvAttrs{low.kernel, src.nodes, layer.nodes, low.groups, low.maps, low.positions, low.window};
+      op.attrs = ConvAttrs{low.kernel, src.nodes,     layer.nodes, low.groups,
+                           low.maps,   low.positions, low.window,  low.padded};
       op.scratch = convolutionScratch(plan_, name, op.get<ConvAttrs>());
       break;
     }

@@ -76,6 +76,7 @@ struct ConvAttrs {
   ir::KernelKind kernel = ir::KernelKind::Convolution;
   int64_t inputs = 0, outputs = 0;
   int64_t groups = 1, maps = 1, positions = 1, window = 1;
+  bool padded = false; // some gather entries are -1 (dummy cells)
 };
 /// Pool and norm: window[o][k] is the source node of cell k of output o (-1: dummy).
 struct WindowAttrs {

@@ -18,20 +18,22 @@ void zero(float *p, int64_t n) {
   std::memset(p, 0, static_cast<size_t>(n) * sizeof(float));
 }
 
-/// columns[k][b·P + p] = x[b][gather[p][k]] (0 for a dummy cell).
-void gatherColumns(const float *x, int64_t inputs, const int32_t *gather, float *columns, int64_t batch,
-                   int64_t positions, int64_t window) {
-  const int64_t bp = batch * positions;
-#pragma omp parallel for schedule(static) collapse(2)
-  for (int64_t k = 0; k < window; ++k)
-    for (int64_t b = 0; b < batch; ++b) {
-      const float *xb = x + b * inputs;
-      float *dst = columns + k * bp + b * positions;
-      for (int64_t p = 0; p < positions; ++p) {
-        const int32_t s = gather[p * window + k];
-        dst[p] = s >= 0 ? xb[s] : 0.0f;
-      }
-    }
+/// rows[b·P + p][k] = x[b][gather[p][k]] (0 for a dummy cell): one
+/// contiguous row of window values per (sample, position).
+void gatherRows(const float *x, int64_t inputs, const int32_t *gather, float *rows, int64_t batch,
+                int64_t positions, int64_t window, bool padded) {
+  const int64_t cells = positions * window;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < batch; ++b) {
+    const float *xb = x + b * inputs;
+    float *row = rows + b * cells;
+    if (padded)
+      for (int64_t i = 0; i < cells; ++i)
+        row[i] = gather[i] >= 0 ? xb[gather[i]] : 0.0f;
+    else // no dummy cells: a plain indexed load the compiler can vectorise
+      for (int64_t i = 0; i < cells; ++i)
+        row[i] = xb[gather[i]];
+  }
 }
 
 /// products[m][b·P + p] = dy[b][scatter[m·U + u][p]] for group u.
@@ -138,19 +140,25 @@ void SparseGradInput(const KernelCall &c) {
   }
 }
 
+// Convolution kernels: per kernel group u, the window values form rows
+// [B·P × K]; the group's kernels W_u [M × K] sit at row stride groups·(1+K)
+// in the weight tensor (bias first, D4), so each product is one GEMM.
+
 void Convolution(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const float *x = c.in(0), *w = c.in(1);
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  float *y = c.out(), *columns = c.scratch(0), *products = c.scratch(1);
+  float *y = c.out(), *rows = c.scratch(0), *products = c.scratch(1);
   const int64_t row = 1 + a.window, lda = a.groups * row, bp = c.batch * a.positions;
-  if (!c.op.accumulate)
-    zero(y, c.batch * a.outputs);
+  // The scatter maps the (map, group, position) triples one to one onto the
+  // outputs, so without accumulation every output is assigned exactly once.
+  const bool accumulate = c.op.accumulate;
   for (int64_t u = 0; u < a.groups; ++u) {
-    gatherColumns(x, a.inputs, gather + u * a.positions * a.window, columns, c.batch, a.positions, a.window);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(a.maps), static_cast<int>(bp),
-                static_cast<int>(a.window), 1.0f, w + u * row + 1, static_cast<int>(lda), columns,
-                static_cast<int>(bp), 0.0f, products, static_cast<int>(bp));
+    gatherRows(x, a.inputs, gather + u * a.positions * a.window, rows, c.batch, a.positions, a.window,
+               a.padded);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.maps), static_cast<int>(bp),
+                static_cast<int>(a.window), 1.0f, w + u * row + 1, static_cast<int>(lda), rows,
+                static_cast<int>(a.window), 0.0f, products, static_cast<int>(bp));
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < c.batch; ++b) {
       float *yb = y + b * a.outputs;
@@ -158,8 +166,12 @@ void Convolution(const KernelCall &c) {
         const float bias = w[(m * a.groups + u) * row];
         const int32_t *s = scatter + (m * a.groups + u) * a.positions;
         const float *prod = products + m * bp + b * a.positions;
-        for (int64_t p = 0; p < a.positions; ++p)
-          yb[s[p]] += prod[p] + bias;
+        if (accumulate)
+          for (int64_t p = 0; p < a.positions; ++p)
+            yb[s[p]] += prod[p] + bias;
+        else
+          for (int64_t p = 0; p < a.positions; ++p)
+            yb[s[p]] = prod[p] + bias;
       }
     }
   }
@@ -169,14 +181,16 @@ void ConvolutionGradWeights(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const float *dy = c.in(0), *x = c.in(1);
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  float *dw = c.out(), *columns = c.scratch(0), *products = c.scratch(1);
+  float *dw = c.out(), *rows = c.scratch(0), *products = c.scratch(1);
   const int64_t row = 1 + a.window, lda = a.groups * row, bp = c.batch * a.positions;
   for (int64_t u = 0; u < a.groups; ++u) {
-    gatherColumns(x, a.inputs, gather + u * a.positions * a.window, columns, c.batch, a.positions, a.window);
+    gatherRows(x, a.inputs, gather + u * a.positions * a.window, rows, c.batch, a.positions, a.window,
+               a.padded);
     gatherOutputGradient(dy, a, scatter, u, products, c.batch);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.maps), static_cast<int>(a.window),
-                static_cast<int>(bp), 1.0f, products, static_cast<int>(bp), columns, static_cast<int>(bp),
-                c.op.accumulate ? 1.0f : 0.0f, dw + u * row + 1, static_cast<int>(lda));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(a.maps),
+                static_cast<int>(a.window), static_cast<int>(bp), 1.0f, products, static_cast<int>(bp), rows,
+                static_cast<int>(a.window), c.op.accumulate ? 1.0f : 0.0f, dw + u * row + 1,
+                static_cast<int>(lda));
     for (int64_t m = 0; m < a.maps; ++m) {
       float sum = 0;
       const float *prod = products + m * bp;
@@ -192,25 +206,27 @@ void ConvolutionGradInput(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const float *dy = c.in(0), *w = c.in(1);
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  float *dx = c.out(), *columns = c.scratch(0), *products = c.scratch(1);
+  float *dx = c.out(), *rows = c.scratch(0), *products = c.scratch(1);
   const int64_t row = 1 + a.window, lda = a.groups * row, bp = c.batch * a.positions;
   if (!c.op.accumulate)
     zero(dx, c.batch * a.inputs);
   for (int64_t u = 0; u < a.groups; ++u) {
     gatherOutputGradient(dy, a, scatter, u, products, c.batch);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(a.window), static_cast<int>(bp),
-                static_cast<int>(a.maps), 1.0f, w + u * row + 1, static_cast<int>(lda), products,
-                static_cast<int>(bp), 0.0f, columns, static_cast<int>(bp));
+    // Row gradients [B·P × K] = productsᵀ [B·P × M] · W_u [M × K].
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(bp), static_cast<int>(a.window),
+                static_cast<int>(a.maps), 1.0f, products, static_cast<int>(bp), w + u * row + 1,
+                static_cast<int>(lda), 0.0f, rows, static_cast<int>(a.window));
     const int32_t *g = gather + u * a.positions * a.window;
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < c.batch; ++b) {
       float *dxb = dx + b * a.inputs;
-      for (int64_t p = 0; p < a.positions; ++p)
-        for (int64_t k = 0; k < a.window; ++k) {
-          const int32_t s = g[p * a.window + k];
-          if (s >= 0)
-            dxb[s] += columns[k * bp + b * a.positions + p];
-        }
+      for (int64_t p = 0; p < a.positions; ++p) {
+        const int32_t *gp = g + p * a.window;
+        const float *r = rows + (b * a.positions + p) * a.window;
+        for (int64_t k = 0; k < a.window; ++k)
+          if (gp[k] >= 0)
+            dxb[gp[k]] += r[k];
+      }
     }
   }
 }
