@@ -19,6 +19,8 @@ struct BenchArgs {
 };
 
 int runBench(const BenchArgs &args) {
+  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+    return kUsageError;
   BenchResult r = bench(args.file, args.settings);
   if (!r.diagnostics.empty())
     std::fputs(r.diagnostics.c_str(), stderr);

@@ -39,6 +39,8 @@ std::string evaluationText(const EvaluationResult &e) {
 }
 
 int runEval(const EvalArgs &args) {
+  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+    return kUsageError;
   ModelResult loaded = Model::load(args.file, args.weights, args.model);
   if (!loaded.diagnostics.empty())
     std::fputs(loaded.diagnostics.c_str(), stderr);

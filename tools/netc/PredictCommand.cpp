@@ -40,7 +40,10 @@ bool isIdx(const std::string &path) {
     return false;
   if (magic[0] == 0x1f && magic[1] == 0x8b) // gzip: assume a gzipped IDX file
     return true;
-  return magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08 && magic[3] == 0x03;
+  // Any IDX magic (two zero bytes, then the type and the dimension count), so
+  // that a labels file or a 4-D file is refused by the IDX reader with its
+  // magic number named, not read as CSV.
+  return magic[0] == 0 && magic[1] == 0;
 }
 
 /// Reads one INPUT into samples of `n` features; the message names the file.
@@ -105,6 +108,8 @@ int runPredict(const PredictArgs &args) {
                  static_cast<long long>(args.top));
     return kUsageError;
   }
+  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+    return kUsageError;
   ModelResult loaded = Model::load(args.file, args.weights, args.model);
   if (!loaded.diagnostics.empty())
     std::fputs(loaded.diagnostics.c_str(), stderr);

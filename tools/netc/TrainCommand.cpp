@@ -58,6 +58,8 @@ private:
 };
 
 int runTrain(TrainArgs &args) {
+  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+    return kUsageError;
   TrainSettings &s = args.settings;
   s.learningRate = args.learningRate;
   s.seed = args.seed;

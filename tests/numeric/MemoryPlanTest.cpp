@@ -1,0 +1,226 @@
+// MemoryPlanTest.cpp -- memory planning (codegen/PlanMemory.cpp) checked from
+// the outside: lifetimes are recomputed here from the ops (a batch-scaled
+// buffer lives from the first op that names it to the last; the features,
+// labels and output values are pinned for the whole plan, since the host
+// writes and reads them around the ops), and no two buffers whose lifetimes
+// overlap may share arena space; every buffer lies inside the arena; without
+// reuse nothing overlaps at all and the arena is the plain sum; with reuse
+// the seed network's arena is smaller than that sum. Finally the same step
+// run on a reusing and a non-reusing plan gives bit-identical results.
+#include "PlanHarness.h"
+#include "TestNetworks.h"
+
+namespace netc::numeric {
+namespace {
+
+struct Lifetime {
+  size_t first = SIZE_MAX, last = 0;
+};
+
+std::vector<Lifetime> lifetimes(const plan::Plan &plan) {
+  std::vector<Lifetime> life(plan.buffers.size());
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const plan::Op &op = plan.ops[i];
+    for (const std::vector<int> *list : {&op.in, &op.out, &op.scratch})
+      for (int b : *list) {
+        life[static_cast<size_t>(b)].first = std::min(life[static_cast<size_t>(b)].first, i);
+        life[static_cast<size_t>(b)].last = std::max(life[static_cast<size_t>(b)].last, i);
+      }
+  }
+  for (int pinned : {plan.features, plan.labels, plan.output})
+    life[static_cast<size_t>(pinned)] = {0, plan.ops.size()};
+  for (Lifetime &l : life)
+    if (l.first == SIZE_MAX) // never used: treat as live throughout
+      l = {0, plan.ops.size()};
+  return life;
+}
+
+/// Every pair of batch-scaled buffers: overlapping lifetimes (or no reuse at
+/// all) must mean disjoint arena ranges.
+void expectNoConflicts(const plan::Plan &plan, bool reuse) {
+  const std::vector<Lifetime> life = lifetimes(plan);
+  int64_t sum = 0;
+  std::vector<size_t> scaled;
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const plan::Buffer &buffer = plan.buffers[b];
+    if (!buffer.batchScaled())
+      continue;
+    scaled.push_back(b);
+    sum += buffer.perSample;
+    EXPECT_GE(buffer.arenaOffset, 0) << buffer.name;
+    EXPECT_LE(buffer.arenaOffset + buffer.perSample, plan.memory.arenaPerSample) << buffer.name;
+  }
+  EXPECT_EQ(plan.memory.unplannedPerSample, sum);
+  if (!reuse) {
+    EXPECT_EQ(plan.memory.arenaPerSample, sum);
+  }
+  size_t conflicts = 0;
+  for (size_t x = 0; x < scaled.size(); ++x)
+    for (size_t y = x + 1; y < scaled.size(); ++y) {
+      const plan::Buffer &a = plan.buffers[scaled[x]], &b = plan.buffers[scaled[y]];
+      const Lifetime &la = life[scaled[x]], &lb = life[scaled[y]];
+      const bool liveTogether = la.first <= lb.last && lb.first <= la.last;
+      const bool share =
+          a.arenaOffset < b.arenaOffset + b.perSample && b.arenaOffset < a.arenaOffset + a.perSample;
+      if ((liveTogether || !reuse) && share) {
+        ++conflicts;
+        ADD_FAILURE() << fmt::format("{} [{}, {}) ops {}..{} and {} [{}, {}) ops {}..{} share arena space",
+                                     a.name, a.arenaOffset, a.arenaOffset + a.perSample, la.first, la.last,
+                                     b.name, b.arenaOffset, b.arenaOffset + b.perSample, lb.first, lb.last);
+      }
+      if (conflicts > 5)
+        return;
+    }
+  // The arena can never be smaller than the largest set of buffers live at one op.
+  int64_t peak = 0;
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    int64_t live = 0;
+    for (size_t b : scaled)
+      live += life[b].first <= i && i <= life[b].last ? plan.buffers[b].perSample : 0;
+    peak = std::max(peak, live);
+  }
+  EXPECT_GE(plan.memory.arenaPerSample, peak);
+}
+
+Compiled compileExampleFile(const std::string &name, CompileOptions options, bool reuse) {
+  Compiled c;
+  const std::string path = sourcePath("examples/" + name);
+  c.compilation = compileSource(SourceFile(path, readFile(path)), options, Stage::Passes);
+  EXPECT_EQ(c.compilation->diags.errorCount(), 0u) << describeDiagnostics(*c.compilation);
+  auto p = plan::buildPlan(c.network(), {true, 0, reuse});
+  EXPECT_TRUE(p.ok());
+  if (p.ok())
+    c.plan = std::move(*p);
+  return c;
+}
+
+TEST(MemoryPlan, ExamplesHaveNoOverlappingLiveBuffers) {
+  for (const std::string name : {"mnist.net", "galaxies.net", "lenet5.net", "multi-input-filtered.net",
+                                 "siamese.net", "rmltools-norm-pool.net", "mixed-bundles.net"})
+    for (bool reuse : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} reuse={}", name, reuse));
+      Compiled c = compileExampleFile(name, {}, reuse);
+      expectNoConflicts(c.plan, reuse);
+    }
+}
+
+TEST(MemoryPlan, TestNetworksHaveNoOverlappingLiveBuffers) {
+  for (const NetCase &net : fixedNetworks())
+    for (bool reuse : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} reuse={}", net.name, reuse));
+      Compiled c = compileAndPlan(net.text, net.options, {true, 0, reuse});
+      expectNoConflicts(c.plan, reuse);
+      // Inference plans too.
+      auto inference = plan::buildPlan(c.network(), {false, 0, reuse});
+      ASSERT_TRUE(inference.ok());
+      expectNoConflicts(*inference, reuse);
+    }
+}
+
+TEST(MemoryPlan, ReuseShrinksTheSeedNetworksArena) {
+  Compiled reused = compileExampleFile("mnist.net", {}, true);
+  Compiled plain = compileExampleFile("mnist.net", {}, false);
+  EXPECT_LT(reused.plan.memory.arenaPerSample, reused.plan.memory.unplannedPerSample);
+  EXPECT_LT(reused.plan.memory.arenaPerSample, plain.plan.memory.arenaPerSample);
+  EXPECT_EQ(plain.plan.memory.arenaPerSample, plain.plan.memory.unplannedPerSample);
+  EXPECT_EQ(reused.plan.memory.unplannedPerSample, plain.plan.memory.unplannedPerSample);
+  EXPECT_EQ(reused.plan.memory.fixedElements, plain.plan.memory.fixedElements);
+  EXPECT_LT(reused.plan.bytesPerBatch(64), plain.plan.bytesPerBatch(64));
+  RecordProperty("arena_per_sample_reused", std::to_string(reused.plan.memory.arenaPerSample));
+  RecordProperty("arena_per_sample_plain", std::to_string(plain.plan.memory.arenaPerSample));
+}
+
+/// The same step (forward, loss, backward, SGD update) on a reusing and a
+/// non-reusing plan of the same network, fast kernels, one thread: the
+/// metrics, the output values, every parameter and parameter gradient are
+/// bit-identical (the plans differ only in arena offsets).
+TEST(MemoryPlan, ReuseDoesNotChangeResults) {
+  std::vector<NetCase> cases = fixedNetworks();
+  cases.push_back({"mnist", readFile(sourcePath("examples/mnist.net")), {}});
+  cases.push_back({"lenet5", readFile(sourcePath("examples/lenet5.net")), {}});
+  for (const NetCase &net : cases) {
+    SCOPED_TRACE(net.name);
+    Compiled reused = compileAndPlan(net.text, net.options, {true, 0, true});
+    Compiled plain = compileAndPlan(net.text, net.options, {true, 0, false});
+    ASSERT_EQ(reused.plan.buffers.size(), plain.plan.buffers.size());
+    const int64_t batch = 3;
+    const State initial = randomState(plain.plan, batch, 31);
+    Machine a(reused.plan, batch, {1, false}), b(plain.plan, batch, {1, false});
+    for (Machine *m : {&a, &b}) {
+      m->write(plain.plan.features, initial[static_cast<size_t>(plain.plan.features)]);
+      m->write(plain.plan.labels, initial[static_cast<size_t>(plain.plan.labels)]);
+      for (const plan::Parameter &p : plain.plan.parameters)
+        m->write(p.buffer, initial[static_cast<size_t>(p.buffer)]);
+      m->run(0, plain.plan.ops.size());
+    }
+    EXPECT_TRUE(bitIdentical("metrics", a.read(plain.plan.metrics), b.read(plain.plan.metrics)));
+    EXPECT_TRUE(bitIdentical("output", a.read(plain.plan.output), b.read(plain.plan.output)));
+    for (const plan::Parameter &p : plain.plan.parameters) {
+      EXPECT_TRUE(bitIdentical(p.name, a.read(p.buffer), b.read(p.buffer)));
+      EXPECT_TRUE(bitIdentical("d" + p.name, a.read(p.gradient), b.read(p.gradient)));
+    }
+  }
+}
+
+/// A backend loaded for batches of up to 5 and run on 3 samples (the
+/// trainer's last, partial batch) computes what a backend loaded for 3 does.
+TEST(MemoryPlan, PartialBatchOnALargerLoadMatches) {
+  for (const NetCase &net : fixedNetworks()) {
+    SCOPED_TRACE(net.name);
+    Compiled c = compileAndPlan(net.text, net.options, {true, 0, true});
+    const plan::Plan &plan = c.plan;
+    const int64_t batch = 3;
+    const State initial = randomState(plan, batch, 17);
+    Machine exact(plan, batch, {1, false});
+    std::unique_ptr<runtime::Backend> larger = runtime::makeCpuBackend({1, false});
+    ASSERT_TRUE(larger->load(plan, 5).ok());
+    for (int buffer : {plan.features, plan.labels}) {
+      exact.write(buffer, initial[static_cast<size_t>(buffer)]);
+      larger->write(buffer, initial[static_cast<size_t>(buffer)]);
+    }
+    for (const plan::Parameter &p : plan.parameters) {
+      exact.write(p.buffer, initial[static_cast<size_t>(p.buffer)]);
+      larger->write(p.buffer, initial[static_cast<size_t>(p.buffer)]);
+    }
+    exact.run(0, plan.ops.size());
+    larger->run(0, plan.ops.size(), batch, {});
+    auto readLarger = [&](int buffer) {
+      std::vector<float> out(elementsOf(plan.buffers[static_cast<size_t>(buffer)], batch));
+      larger->read(buffer, out);
+      return out;
+    };
+    EXPECT_TRUE(bitIdentical("metrics", readLarger(plan.metrics), exact.read(plan.metrics)));
+    EXPECT_TRUE(bitIdentical("output", readLarger(plan.output), exact.read(plan.output)));
+    for (const plan::Parameter &p : plan.parameters)
+      EXPECT_TRUE(bitIdentical(p.name, readLarger(p.buffer), exact.read(p.buffer)));
+  }
+}
+
+/// The inference plan (no backward, its own memory layout) computes the
+/// same outputs and metrics as the training plan's forward and loss ops.
+TEST(MemoryPlan, InferencePlanMatchesTrainingForward) {
+  for (const NetCase &net : fixedNetworks()) {
+    SCOPED_TRACE(net.name);
+    Compiled c = compileAndPlan(net.text, net.options, {true, 0, true});
+    auto inference = plan::buildPlan(c.network(), {false, 0, true});
+    ASSERT_TRUE(inference.ok());
+    EXPECT_EQ(inference->lossEnd, inference->ops.size());
+    EXPECT_EQ(inference->backwardEnd, inference->ops.size());
+    const int64_t batch = 2;
+    const State initial = randomState(c.plan, batch, 23);
+    Machine training(c.plan, batch, {1, false}), forward(*inference, batch, {1, false});
+    for (Machine *m : {&training, &forward}) {
+      m->write(m->plan().features, initial[static_cast<size_t>(c.plan.features)]);
+      m->write(m->plan().labels, initial[static_cast<size_t>(c.plan.labels)]);
+      ASSERT_EQ(m->plan().parameters.size(), c.plan.parameters.size());
+      for (size_t i = 0; i < c.plan.parameters.size(); ++i)
+        m->write(m->plan().parameters[i].buffer, initial[static_cast<size_t>(c.plan.parameters[i].buffer)]);
+      m->run(0, m->plan().lossEnd);
+    }
+    EXPECT_TRUE(bitIdentical("output", forward.read(inference->output), training.read(c.plan.output)));
+    EXPECT_TRUE(bitIdentical("metrics", forward.read(inference->metrics), training.read(c.plan.metrics)));
+  }
+}
+
+} // namespace
+} // namespace netc::numeric
