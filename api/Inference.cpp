@@ -92,9 +92,11 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
     result.error = std::move(message);
     return std::move(result);
   };
-  if (options.batch <= 0) {
+  if (options.batch <= 0 || options.threads < 0) {
     result.failure = FailureKind::Usage;
-    result.error = fmt::format("--batch must be at least 1, got {}", options.batch);
+    result.error = options.batch <= 0
+                       ? fmt::format("--batch must be at least 1, got {}", options.batch)
+                       : fmt::format("--threads must be 0 (all cores) or more, got {}", options.threads);
     return result;
   }
   auto file = train::readSafetensors(checkpointPath);

@@ -92,8 +92,9 @@ Expected<DataFolder> loadDataFolder(const std::string &dir, const LoadOptions &o
     Dataset &t = **test;
     if (t.sampleShape != folder.train.sampleShape)
       return fail(fmt::format(
-          "{}: test samples are {} but training samples ({}) are {}; expected the same shape", t.origin,
-          describeShape(t.sampleShape), folder.train.origin, describeShape(folder.train.sampleShape)));
+          "{}: test samples have shape {} but training samples ({}) have shape {}; expected the same shape",
+          t.origin, describeShape(t.sampleShape), folder.train.origin,
+          describeShape(folder.train.sampleShape)));
     folder.test = std::move(t);
   }
   return folder;

@@ -97,13 +97,18 @@ Status Trainer::start(TrainObserver &observer) {
   }
   for (const std::string &path : options_.metricsFiles)
     metricsPaths_.push_back(path);
+  // Check every metrics file can be written (appending changes nothing)
+  // before truncating any, so a bad --metrics path leaves old runs intact.
   for (const std::string &path : metricsPaths_) {
-    std::ofstream probe(path, resuming ? std::ios::app : std::ios::trunc);
+    std::ofstream probe(path, std::ios::app);
     if (!probe)
       return fail(fmt::format("cannot write '{}': {} (check the folder exists and is writable, or choose "
                               "another with --out / --metrics)",
                               path, std::strerror(errno)));
   }
+  if (!resuming)
+    for (const std::string &path : metricsPaths_)
+      std::ofstream(path, std::ios::trunc);
   if (!resuming)
     initializeParameters(plan_, backend_, options_.init);
   return Status::success();

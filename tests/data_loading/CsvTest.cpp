@@ -162,8 +162,8 @@ TEST(DataFolderTest, CsvFolderAndTestShape) {
   writeText(tmp.file("test.csv"), "2,9\n");
   folder = loadDataFolder(tmp.dir());
   ASSERT_FALSE(folder);
-  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.file("test.csv")), HasSubstr("test samples are 1"),
-                                      HasSubstr("training samples"), HasSubstr("are 2")));
+  EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.file("test.csv")), HasSubstr("test samples have shape 1"),
+                                      HasSubstr("training samples"), HasSubstr("have shape 2")));
 }
 
 } // namespace
