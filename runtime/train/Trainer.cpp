@@ -272,7 +272,10 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
                       : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
       const double classes = plan_.outputNodes == 1 ? 2.0 : double(plan_.outputNodes);
       bool atChance = summary.classification ? report.trainAccuracy <= 1.5 / classes : epoch == firstEpoch_;
-      if (flat && atChance && batches >= 2) {
+      // Cross-entropy at chance is ln(classes): still there after an epoch is as telling as flat.
+      bool chanceLoss =
+          plan_.loss == plan::LossKind::CrossEntropy && report.trainLoss >= 0.97 * std::log(classes);
+      if ((flat || chanceLoss) && atChance && batches >= 2) {
         hinted = true;
         std::string init =
             options_.init.kind == InitKind::Uniform
