@@ -254,9 +254,8 @@ void BiasGrad(const KernelCall &c) {
 
 void Update(const KernelCall &c) {
   const auto &a = c.op.get<plan::UpdateAttrs>();
-  float *state[optim::kMaxStateSlots] = {};
-  for (size_t s = 1; s < c.op.out.size() && s <= optim::kMaxStateSlots; ++s)
-    state[s - 1] = c.out(s);
+  float *state[optim::kMaxStateSlots];
+  c.optimizerState(state);
   const UpdateSettings &u = *c.update;
   optim::update(u.optimizer, c.out(0), c.in(0), state, a.count, u.hyper, u.step, u.learningRate);
 }

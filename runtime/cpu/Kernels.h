@@ -26,6 +26,11 @@ struct KernelCall {
   const int32_t *inTable(size_t i) const { return table(op.in[i]); }
   float *out(size_t i = 0) const { return f(op.out[i]); }
   float *scratch(size_t i) const { return f(op.scratch[i]); }
+  /// An update op's optimizer state arrays (out[1..]), null where absent.
+  void optimizerState(float *(&state)[optim::kMaxStateSlots]) const {
+    for (size_t s = 0; s < optim::kMaxStateSlots; ++s)
+      state[s] = s + 1 < op.out.size() ? out(s + 1) : nullptr;
+  }
 };
 
 using Kernel = void (*)(const KernelCall &);

@@ -3,9 +3,7 @@
 // with no BLAS, no im2col and no threads. The numeric tests compare the fast
 // kernels against these, and the finite-difference tests check the backward
 // ops of this table against its forward ops.
-#include "runtime/cpu/ElementwiseKernels.h"
-#include "runtime/cpu/LossKernels.h"
-#include "runtime/cpu/WindowKernels.h"
+#include "runtime/cpu/TemplateKernels.h"
 
 #include <vector>
 
@@ -181,45 +179,12 @@ void BiasGrad(const KernelCall &c) {
 
 void Update(const KernelCall &c) {
   const auto &a = c.op.get<plan::UpdateAttrs>();
-  float *state[optim::kMaxStateSlots] = {};
-  for (size_t s = 1; s < c.op.out.size() && s <= optim::kMaxStateSlots; ++s)
-    state[s - 1] = c.out(s);
+  float *state[optim::kMaxStateSlots];
+  c.optimizerState(state);
   const UpdateSettings &u = *c.update;
   optim::referenceUpdate(u.optimizer, c.out(0), c.in(0), state, a.count, u.hyper, u.step, u.learningRate);
 }
 
-void MaxPool(const KernelCall &c) {
-  maxPool<double>(c);
-}
-void MaxPoolGrad(const KernelCall &c) {
-  maxPoolGrad<double>(c);
-}
-void MeanPool(const KernelCall &c) {
-  meanPool<double>(c);
-}
-void MeanPoolGrad(const KernelCall &c) {
-  meanPoolGrad<double>(c);
-}
-void ResponseNorm(const KernelCall &c) {
-  responseNorm<double>(c);
-}
-void ResponseNormGrad(const KernelCall &c) {
-  responseNormGrad<double>(c);
-}
-void Activate(const KernelCall &c) {
-  activate<double>(c);
-}
-void ActivateGrad(const KernelCall &c) {
-  activateGrad<double>(c);
-}
-void SoftmaxCrossEntropy(const KernelCall &c) {
-  lossKernel<double>(c, 0);
-}
-void SigmoidCrossEntropy(const KernelCall &c) {
-  lossKernel<double>(c, 1);
-}
-void SquaredError(const KernelCall &c) {
-  lossKernel<double>(c, 2);
-}
+NETC_TEMPLATE_KERNELS(double)
 
 } // namespace netc::runtime::cpu::reference

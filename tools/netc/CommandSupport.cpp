@@ -102,4 +102,21 @@ void printDiagnostics(std::FILE *out, const Compilation &c, bool colour) {
     std::fprintf(out, "%s\n", summary.c_str());
 }
 
+std::optional<Model> loadModelOrReport(const std::string &file, const std::string &weights,
+                                       const ModelOptions &options, int &exitCode) {
+  exitCode = kUsageError;
+  if (!readFileOrReport(file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+    return std::nullopt;
+  ModelResult loaded = Model::load(file, weights, options);
+  if (!loaded.diagnostics.empty())
+    std::fputs(loaded.diagnostics.c_str(), stderr);
+  if (!loaded.model) {
+    std::fprintf(stderr, "netc: error: %s\n", loaded.error.c_str());
+    exitCode = loaded.failure == FailureKind::Usage ? kUsageError : kInputError;
+    return std::nullopt;
+  }
+  exitCode = kSuccess;
+  return std::move(loaded.model);
+}
+
 } // namespace netc::cli

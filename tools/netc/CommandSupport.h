@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/Driver.h"
+#include "netc/Training.h"
 
 #include <CLI/CLI.hpp>
 
@@ -46,6 +47,11 @@ std::string unreadableMessage(const std::string &path, const std::string &reason
 
 /// Prints diagnostics (sorted) as compiler-style text to `out`.
 void printDiagnostics(std::FILE *out, const Compilation &c, bool colour);
+
+/// Loads a trained model for eval/predict, printing what went wrong
+/// otherwise (exit 2 for an unreadable .net file or a usage error, else 1).
+std::optional<Model> loadModelOrReport(const std::string &file, const std::string &weights,
+                                       const ModelOptions &options, int &exitCode);
 
 /// Registers the subcommands; each returns its exit code through `exitCode`.
 void addCheckCommand(CLI::App &app, int &exitCode);

@@ -39,17 +39,12 @@ std::string evaluationText(const EvaluationResult &e) {
 }
 
 int runEval(const EvalArgs &args) {
-  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
-    return kUsageError;
-  ModelResult loaded = Model::load(args.file, args.weights, args.model);
-  if (!loaded.diagnostics.empty())
-    std::fputs(loaded.diagnostics.c_str(), stderr);
-  if (!loaded.model) {
-    std::fprintf(stderr, "netc: error: %s\n", loaded.error.c_str());
-    return loaded.failure == FailureKind::Usage ? kUsageError : kInputError;
-  }
+  int status = kSuccess;
+  std::optional<Model> model = loadModelOrReport(args.file, args.weights, args.model, status);
+  if (!model)
+    return status;
   std::string error;
-  EvaluationResult e = loaded.model->evaluate(args.data, error);
+  EvaluationResult e = model->evaluate(args.data, error);
   if (!error.empty()) {
     std::fprintf(stderr, "netc: error: %s\n", error.c_str());
     return kInputError;

@@ -108,16 +108,11 @@ int runPredict(const PredictArgs &args) {
                  static_cast<long long>(args.top));
     return kUsageError;
   }
-  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
-    return kUsageError;
-  ModelResult loaded = Model::load(args.file, args.weights, args.model);
-  if (!loaded.diagnostics.empty())
-    std::fputs(loaded.diagnostics.c_str(), stderr);
-  if (!loaded.model) {
-    std::fprintf(stderr, "netc: error: %s\n", loaded.error.c_str());
-    return loaded.failure == FailureKind::Usage ? kUsageError : kInputError;
-  }
-  const Model &model = *loaded.model;
+  int status = kSuccess;
+  std::optional<Model> loaded = loadModelOrReport(args.file, args.weights, args.model, status);
+  if (!loaded)
+    return status;
+  const Model &model = *loaded;
   nlohmann::json all = nlohmann::json::array();
   for (const std::string &input : args.inputs) {
     auto samples = readInput(input, model);
