@@ -18,7 +18,9 @@ struct Error {
 };
 
 /// Builds an Error; converts to any Status or Expected<T>.
-inline Error fail(std::string message) { return Error{std::move(message)}; }
+inline Error fail(std::string message) {
+  return Error{std::move(message)};
+}
 
 /// Success, or an Error.
 class [[nodiscard]] Status {
