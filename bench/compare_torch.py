@@ -14,10 +14,9 @@ then R measurements of I timed steps each, and report the median of the R (defau
 --warmup, --iters, --inner-repeats). The runs alternate (netc, torch, torch, netc, ...: the side that
 goes first swaps every round) and go round-robin over the configurations, so drift in the load of
 this shared machine hits both sides alike. Each run is a fresh process; the images/s it reports is
-one sample.
-The table gives, per network and thread count, the median training and inference images/s of both
-sides and the ratio netc / PyTorch (above 1: netc is faster). The project's goal, printed as
-met / not met: netc >= 3x PyTorch's training throughput on the seed network with 1 thread.
+one sample. The table gives, per network and thread count, the median training and inference
+images/s of both sides and the ratio netc / PyTorch (above 1: netc is faster). The project's goal,
+printed as met / not met: netc >= 3x PyTorch's training throughput on the seed network, 1 thread.
 
 If the netc binary is missing, has no `bench` subcommand, or `netc bench` fails, the script says so
 plainly, shows "n/a" for netc, and still measures and prints the PyTorch side.
@@ -29,7 +28,8 @@ Usage:
       [--json FILE]
 --netc-args are appended to every `netc bench` command line. The summary also gives the number of
 runnable processes on the machine as each run started (/proc/stat): above 1 (this benchmark) means
-other work was competing for the 2 cores, and with 2 threads that costs far more than half. Only the Python 3 standard library is used here (PyTorch runs in the child).
+other work was competing for the 2 cores, and with 2 threads that costs far more than half.
+Only the Python 3 standard library is used here (PyTorch runs in the child).
 """
 
 import argparse

@@ -127,7 +127,7 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
                   "printed; Azure: blank)");
   cmd->add_option("--threads", s.threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--normalize", s.normalize,
-                  "Feature normalizer: minmax (Azure's default), gaussian or none")
+                  "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian or none")
       ->capture_default_str();
   cmd->add_flag("!--no-shuffle", s.shuffle, "Keep the data in file order (Azure: shuffle)");
   cmd->add_option("--validation", s.validationFraction,
