@@ -13,6 +13,17 @@
 
 namespace netc::runtime::cpu {
 
+/// The source node of the first maximal real cell of window `w` in sample
+/// `xb`, or -1 when every cell is a dummy. Forward and backward both use it,
+/// so the gradient goes to the cell the forward pass chose.
+inline int32_t firstMaxCell(const float *xb, const int32_t *w, int64_t window) {
+  int32_t arg = -1;
+  for (int64_t k = 0; k < window; ++k)
+    if (w[k] >= 0 && (arg < 0 || xb[w[k]] > xb[arg]))
+      arg = w[k];
+  return arg;
+}
+
 template <class T> void maxPool(const KernelCall &c) {
   const auto &a = c.op.get<plan::WindowAttrs>();
   const float *x = c.in(0);
@@ -21,14 +32,8 @@ template <class T> void maxPool(const KernelCall &c) {
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t o = 0; o < a.outputs; ++o) {
-      const int32_t *w = window + o * a.window;
-      bool any = false;
-      T best = 0;
-      for (int64_t k = 0; k < a.window; ++k)
-        if (w[k] >= 0 && (!any || x[b * a.inputs + w[k]] > best)) {
-          best = x[b * a.inputs + w[k]];
-          any = true;
-        }
+      const int32_t arg = firstMaxCell(x + b * a.inputs, window + o * a.window, a.window);
+      const T best = arg >= 0 ? T(x[b * a.inputs + arg]) : T(0);
       float &out = y[b * a.outputs + o];
       out = static_cast<float>(c.op.accumulate ? out + best : best);
     }
@@ -45,11 +50,7 @@ template <class T> void maxPoolGrad(const KernelCall &c) {
     if (!c.op.accumulate)
       std::memset(dxb, 0, static_cast<size_t>(a.inputs) * sizeof(float));
     for (int64_t o = 0; o < a.outputs; ++o) {
-      const int32_t *w = window + o * a.window;
-      int32_t arg = -1;
-      for (int64_t k = 0; k < a.window; ++k)
-        if (w[k] >= 0 && (arg < 0 || x[b * a.inputs + w[k]] > x[b * a.inputs + arg]))
-          arg = w[k];
+      const int32_t arg = firstMaxCell(x + b * a.inputs, window + o * a.window, a.window);
       if (arg >= 0)
         dxb[arg] = static_cast<float>(T(dxb[arg]) + T(dy[b * a.outputs + o]));
     }

@@ -10,6 +10,7 @@
 #include "api/Driver.h"
 #include "codegen/Codegen.h"
 #include "runtime/cpu/CpuBackend.h"
+#include "tests/SourceFiles.h"
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,11 @@
 #include <vector>
 
 namespace netc::numeric {
+
+using testfiles::exampleNames;
+using testfiles::exampleTestName;
+using testfiles::readFile;
+using testfiles::sourcePath;
 
 /// Every diagnostic of a compilation as "code line:col message" lines.
 inline std::string describeDiagnostics(const Compilation &c) {
@@ -68,37 +74,6 @@ inline Compiled compileAndPlan(std::string_view text, const CompileOptions &opti
   if (p.ok())
     out.plan = std::move(*p);
   return out;
-}
-
-/// The path of a file in the source tree (NETC_SOURCE_DIR is set by CMake).
-inline std::string sourcePath(std::string_view relative) {
-  return std::string(NETC_SOURCE_DIR) + "/" + std::string(relative);
-}
-
-inline std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-/// The file names of examples/*.net, sorted.
-inline std::vector<std::string> exampleNames() {
-  std::vector<std::string> names;
-  for (const auto &entry : std::filesystem::directory_iterator(sourcePath("examples")))
-    if (entry.is_regular_file() && entry.path().extension() == ".net")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-/// A GoogleTest name for an example file: "mnist-no-padding.net" -> "mnist_no_padding".
-inline std::string exampleTestName(const ::testing::TestParamInfo<std::string> &info) {
-  std::string name = info.param.substr(0, info.param.size() - 4);
-  std::replace_if(
-      name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
-  return name;
 }
 
 /// Elements of `buffer` for a batch of `batch` samples.

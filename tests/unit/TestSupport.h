@@ -6,6 +6,7 @@
 
 #include "api/Driver.h"
 #include "ir/Network.h"
+#include "tests/SourceFiles.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,11 @@
 #include <vector>
 
 namespace netc::unittest {
+
+using testfiles::exampleNames;
+using testfiles::exampleTestName;
+using testfiles::readFile;
+using testfiles::sourcePath;
 
 /// Compiles `text` as file "t.net" up to `stage`.
 inline std::unique_ptr<Compilation> compileText(std::string text, Stage stage = Stage::Passes,
@@ -82,43 +88,11 @@ inline const ir::Layer &layerNamed(const Compilation &c, std::string_view name) 
   return c.network.layers.at(static_cast<size_t>(index < 0 ? 0 : index));
 }
 
-/// The path of a file in the source tree (NETC_SOURCE_DIR is set by CMake).
-inline std::string sourcePath(std::string_view relative) {
-  return std::string(NETC_SOURCE_DIR) + "/" + std::string(relative);
-}
-
-/// The whole text of a file; fails the test if it cannot be read.
-inline std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 /// Compiles examples/<name> under its own file name (so the network is named after it).
 inline std::unique_ptr<Compilation> compileExample(std::string_view name,
                                                    const CompileOptions &options = CompileOptions{}) {
   std::string path = sourcePath("examples/" + std::string(name));
   return compileSource(SourceFile(path, readFile(path)), options, Stage::Passes);
-}
-
-/// The file names of examples/*.net, sorted (parameters of the corpus tests).
-inline std::vector<std::string> exampleNames() {
-  std::vector<std::string> names;
-  for (const auto &entry : std::filesystem::directory_iterator(sourcePath("examples")))
-    if (entry.is_regular_file() && entry.path().extension() == ".net")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-/// A GoogleTest name for an example file: "mnist-no-padding.net" -> "mnist_no_padding".
-inline std::string exampleTestName(const ::testing::TestParamInfo<std::string> &info) {
-  std::string name = info.param.substr(0, info.param.size() - 4);
-  std::replace_if(
-      name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
-  return name;
 }
 
 } // namespace netc::unittest

@@ -126,8 +126,9 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
                   "Random seed for initialisation and shuffling (default: from the clock, "
                   "printed; Azure: blank)");
   cmd->add_option("--threads", s.threads, "CPU threads (0: all cores)")->capture_default_str();
-  cmd->add_option("--normalize", s.normalize,
-                  "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian or none")
+  cmd->add_option(
+         "--normalize", s.normalize,
+         "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian or none")
       ->capture_default_str();
   cmd->add_flag("!--no-shuffle", s.shuffle, "Keep the data in file order (Azure: shuffle)");
   cmd->add_option("--validation", s.validationFraction,
