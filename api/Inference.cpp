@@ -208,6 +208,44 @@ EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error)
   return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy};
 }
 
+namespace {
+
+std::string_view sectionOf(const plan::Plan &plan, size_t op) {
+  return op < plan.forwardEnd    ? "forward"
+         : op < plan.lossEnd     ? "loss"
+         : op < plan.backwardEnd ? "backward"
+                                 : "update";
+}
+
+/// Times each op of a loaded plan on its own (run one op, wait for it) over
+/// `settings.iterations` steps; the median per op goes to `profile`. Works for
+/// any backend, since it only uses Backend::run and synchronize.
+void profileOps(const plan::Plan &plan, runtime::Backend &backend, const BenchSettings &settings,
+                runtime::UpdateSettings &update, std::vector<OpProfile> &profile) {
+  std::vector<std::vector<double>> times(plan.ops.size());
+  for (int64_t step = 0; step < settings.iterations; ++step) {
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      backend.run(i, i + 1, settings.batch, update);
+      backend.synchronize();
+      times[i].push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+    ++update.step;
+  }
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const plan::Op &op = plan.ops[i];
+    OpProfile entry;
+    entry.section = sectionOf(plan, i);
+    entry.op = plan::opName(op.kind);
+    entry.output = op.out.empty() ? "" : plan.buffers[static_cast<size_t>(op.out[0])].name;
+    entry.microseconds = median(times[i]);
+    profile.push_back(std::move(entry));
+  }
+}
+
+} // namespace
+
 BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   registerBuiltinBackends();
   BenchResult result;
@@ -287,6 +325,8 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       runs.push_back(double(s.batch * s.iterations) / seconds);
     }
+    if (training && s.profile)
+      profileOps(plan, **backend, s, update, result.profile);
     return Status::success();
   };
   if (Status st = measure(*trainPlan, true, result.trainRuns); !st) {

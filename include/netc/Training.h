@@ -154,6 +154,15 @@ struct BenchSettings {
   int64_t warmup = 3, iterations = 20, repeats = 5;
   std::optional<int64_t> inputSize;
   std::string backend = "cpu";
+  bool profile = false; ///< also time each op of the training plan (BenchResult::profile)
+};
+
+/// One op of the training plan, timed on its own (`netc bench --profile`).
+struct OpProfile {
+  std::string section;     ///< forward, loss, backward or update
+  std::string op;          ///< the op's name (codegen/Ops.def)
+  std::string output;      ///< the buffer it writes
+  double microseconds = 0; ///< median per step over the timed steps
 };
 
 struct BenchResult {
@@ -164,6 +173,7 @@ struct BenchResult {
   int64_t batch = 0, params = 0;
   int threads = 0;
   double trainBytesPerBatch = 0, inferBytesPerBatch = 0;
+  std::vector<OpProfile> profile; ///< in plan order; empty unless settings.profile
 };
 
 /// Training and inference throughput of the compiled plan on random data.

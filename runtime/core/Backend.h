@@ -30,6 +30,9 @@ struct UpdateSettings {
 struct BackendOptions {
   int threads = 0;        // 0: the backend's default (all cores)
   bool reference = false; // the naive reference kernels (tests, debugging)
+  /// CPU: the fast kernels' instruction set ("avx512", "avx2", "baseline");
+  /// empty: $NETC_CPU_ISA if set, else the best this processor supports.
+  std::string instructionSet;
 };
 
 class Backend {

@@ -10,6 +10,10 @@
 #include <cmath>
 
 namespace netc::runtime::cpu {
+// Internal linkage: each kernel table's translation unit compiles its own copy
+// for its instruction set (runtime/cpu/CMakeLists.txt), so no copy built for
+// one set is linked into another's code.
+namespace {
 
 template <class T> inline T applyFunction(ir::Activation fn, T x) {
   switch (fn) {
@@ -45,4 +49,5 @@ template <class T> inline T functionDerivative(ir::Activation fn, T x, T y) {
   return T(1);
 }
 
+} // namespace
 } // namespace netc::runtime::cpu

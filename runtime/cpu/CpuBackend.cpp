@@ -1,14 +1,19 @@
 // CpuBackend.cpp -- the CPU implementation of the Backend interface: host
 // allocation with a size check (a plan too large for memory is an error that
 // says how much it needs), copies, and op dispatch through the fast or
-// reference kernel table. Threads: OpenMP for the loops, OpenBLAS for GEMM.
+// reference kernel table. The fast table keeps batch-scaled buffers
+// feature-major (Kernels.h), so write and read transpose to and from the
+// interface's sample-major order. Threads: OpenMP for the loops, OpenBLAS
+// for GEMM.
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -19,21 +24,71 @@ namespace netc::runtime {
 namespace cpu {
 
 namespace {
-const Kernel kFast[] = {
-#define OP(Id, Name, Role, Backward) &fast::Id,
+#define OP(Id, Name, Role, Backward) &fast_baseline::Id,
+const Kernel kFastBaseline[] = {
 #include "codegen/Ops.def"
-#undef OP
 };
-const Kernel kReference[] = {
+#undef OP
+#if defined(__x86_64__)
+#define OP(Id, Name, Role, Backward) &fast_avx2::Id,
+const Kernel kFastAvx2[] = {
+#include "codegen/Ops.def"
+};
+#undef OP
+#define OP(Id, Name, Role, Backward) &fast_avx512::Id,
+const Kernel kFastAvx512[] = {
+#include "codegen/Ops.def"
+};
+#undef OP
+#endif
 #define OP(Id, Name, Role, Backward) &reference::Id,
+const Kernel kReference[] = {
 #include "codegen/Ops.def"
-#undef OP
 };
+#undef OP
+
+struct FastTable {
+  std::string_view name;
+  const Kernel *kernels;
+  bool supported;
+};
+
+/// Every fast table, best first, with whether this processor runs it.
+std::vector<FastTable> fastTables() {
+  std::vector<FastTable> tables;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  tables.push_back({"avx512", kFastAvx512, avx512});
+  tables.push_back({"avx2", kFastAvx2, avx2});
+#endif
+  tables.push_back({"baseline", kFastBaseline, true});
+  return tables;
+}
+
 int gThreads = 0;
 } // namespace
 
-Kernel kernelFor(plan::OpKind kind, bool referenceKernels) {
-  return (referenceKernels ? kReference : kFast)[static_cast<int>(kind)];
+std::vector<std::string_view> instructionSets() {
+  std::vector<std::string_view> names;
+  for (const FastTable &t : fastTables())
+    if (t.supported)
+      names.push_back(t.name);
+  return names;
+}
+
+const Kernel *fastTable(std::string_view instructionSet) {
+  for (const FastTable &t : fastTables())
+    if (t.supported && (instructionSet.empty() || t.name == instructionSet))
+      return t.kernels;
+  return nullptr;
+}
+
+const Kernel *referenceTable() {
+  return kReference;
 }
 
 void setThreadCount(int threads) {
@@ -61,25 +116,42 @@ public:
   Status load(const plan::Plan &plan, int64_t maxBatch) override {
     if (maxBatch <= 0)
       return fail(fmt::format("batch size must be positive, got {}", maxBatch));
+    std::string instructionSet = options_.instructionSet;
+    if (const char *env = std::getenv("NETC_CPU_ISA"); instructionSet.empty() && env)
+      instructionSet = env;
+    kernels_ = options_.reference ? cpu::referenceTable() : cpu::fastTable(instructionSet);
+    if (!kernels_)
+      return fail(fmt::format("the CPU instruction set '{}' is unknown or not supported by this processor "
+                              "(NETC_CPU_ISA); it supports: {}",
+                              instructionSet, fmt::join(cpu::instructionSets(), ", ")));
     cpu::setThreadCount(options_.threads);
     plan_ = &plan;
     maxBatch_ = maxBatch;
     // Size check before any allocation.
     const int64_t limit = int64_t{1} << 40; // 1 TiB of elements: beyond any host
-    if (plan.memory.arenaPerSample > limit / maxBatch)
+    // Feature-major rows of `lanes_` columns, padded to whole lane chunks.
+    const int64_t padded =
+        maxBatch > limit ? maxBatch : (maxBatch + cpu::kLaneChunk - 1) / cpu::kLaneChunk * cpu::kLaneChunk;
+    lanes_ = options_.reference ? 0 : padded;
+    const int64_t columns = lanes_ ? lanes_ : maxBatch;
+    if (plan.memory.arenaPerSample > limit / columns)
       return fail(fmt::format("the plan needs {} values per sample; with batch {} that exceeds what can be "
                               "allocated",
                               plan.memory.arenaPerSample, maxBatch));
-    const int64_t arenaElements = plan.memory.arenaPerSample * maxBatch;
+    const int64_t arenaElements = plan.memory.arenaPerSample * columns;
     try {
-      arena_.assign(static_cast<size_t>(arenaElements), 0.0f);
+      // Over-allocated by a chunk so the arena can start on a 64-byte boundary.
+      arenaStorage_.assign(static_cast<size_t>(arenaElements + cpu::kLaneChunk), 0.0f);
+      float *arena = arenaStorage_.data();
+      while (reinterpret_cast<uintptr_t>(arena) % 64 != 0)
+        ++arena;
       fixed_.clear();
       fixed_.resize(plan.buffers.size());
       pointers_.assign(plan.buffers.size(), nullptr);
       for (size_t b = 0; b < plan.buffers.size(); ++b) {
         const plan::Buffer &buffer = plan.buffers[b];
         if (buffer.batchScaled()) {
-          pointers_[b] = arena_.data() + buffer.arenaOffset * maxBatch;
+          pointers_[b] = arena + buffer.arenaOffset * columns;
           continue;
         }
         fixed_[b].assign(static_cast<size_t>(std::max<int64_t>(buffer.fixed, 1)), 0.0f);
@@ -95,13 +167,25 @@ public:
   }
 
   void write(int buffer, std::span<const float> values, int64_t offset) override {
-    std::memcpy(static_cast<float *>(pointers_[static_cast<size_t>(buffer)]) + offset, values.data(),
-                values.size_bytes());
+    float *base = static_cast<float *>(pointers_[static_cast<size_t>(buffer)]);
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    if (!lanes_ || !b.batchScaled()) {
+      std::memcpy(base + offset, values.data(), values.size_bytes());
+      return;
+    }
+    for (size_t j = 0; j < values.size(); ++j)
+      base[featureMajor(b, offset + static_cast<int64_t>(j))] = values[j];
   }
 
   void read(int buffer, std::span<float> values, int64_t offset) const override {
-    std::memcpy(values.data(), static_cast<const float *>(pointers_[static_cast<size_t>(buffer)]) + offset,
-                values.size_bytes());
+    const float *base = static_cast<const float *>(pointers_[static_cast<size_t>(buffer)]);
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    if (!lanes_ || !b.batchScaled()) {
+      std::memcpy(values.data(), base + offset, values.size_bytes());
+      return;
+    }
+    for (size_t j = 0; j < values.size(); ++j)
+      values[j] = base[featureMajor(b, offset + static_cast<int64_t>(j))];
   }
 
   void run(size_t first, size_t last, int64_t batch, const UpdateSettings &update) override {
@@ -113,18 +197,26 @@ public:
       cpu::setThreadCount(threads);
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
-      cpu::KernelCall call{op, batch, pointers_.data(), &update};
-      cpu::kernelFor(op.kind, options_.reference)(call);
+      cpu::KernelCall call{op, batch, pointers_.data(), &update, lanes_};
+      kernels_[static_cast<int>(op.kind)](call);
     }
   }
 
   void synchronize() override {}
 
 private:
+  /// Where element `index` of the interface's sample-major order lies in the
+  /// feature-major layout.
+  int64_t featureMajor(const plan::Buffer &buffer, int64_t index) const {
+    return (index % buffer.perSample) * lanes_ + index / buffer.perSample;
+  }
+
   BackendOptions options_;
   const plan::Plan *plan_ = nullptr;
   int64_t maxBatch_ = 0;
-  std::vector<float> arena_;
+  const cpu::Kernel *kernels_ = nullptr;
+  int64_t lanes_ = 0; // feature-major row length (fast kernels); 0: sample-major (reference)
+  std::vector<float> arenaStorage_;
   std::vector<std::vector<float>> fixed_; // float-sized cells; tables hold int32 bit patterns
   std::vector<void *> pointers_;
 };

@@ -1,12 +1,16 @@
 // ElementwiseKernels.h -- the output functions (forward and backward, softmax
-// row-wise) as templates over the accumulation type, shared by the fast
-// (float) and reference (double) kernel tables.
+// per sample) as templates over the accumulation type, shared by the fast
+// (float, feature-major) and reference (double, sample-major) kernel tables.
 #pragma once
 
 #include "runtime/cpu/Activation.h"
 #include "runtime/cpu/Kernels.h"
 
 namespace netc::runtime::cpu {
+// Internal linkage: each kernel table's translation unit compiles its own copy
+// for its instruction set (runtime/cpu/CMakeLists.txt), so no copy built for
+// one set is linked into another's code.
+namespace {
 
 /// y = f(x) over a row, with the function chosen outside the loops so each
 /// loop is a plain element-wise one the compiler can vectorise.
@@ -28,27 +32,47 @@ template <class T> void applyRow(ir::Activation fn, const float *x, float *y, in
   }
 }
 
+/// Calls run(offset, length) for runs of consecutive elements that together
+/// cover the batch's n features per sample: rows of `batch` columns in the
+/// feature-major layout, one sample's n features in the sample-major one.
+template <class Run> void forEachRun(const KernelCall &c, int64_t n, Run run) {
+  if (c.lanes) {
+    if (c.batch == c.lanes) { // the whole buffer is one run
+      run(int64_t{0}, n * c.lanes);
+      return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      run(i * c.lanes, c.batch);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < c.batch; ++b)
+    run(b * n, n);
+}
+
 template <class T> void activate(const KernelCall &c) {
   const auto &a = c.op.get<plan::ActivationAttrs>();
   const float *x = c.in(0);
   float *y = c.out();
   const int64_t n = a.nodes;
+  if (a.function != ir::Activation::Softmax) {
+    forEachRun(c, n, [&](int64_t offset, int64_t length) {
+      applyRow<T>(a.function, x + offset, y + offset, length);
+    });
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < c.batch; ++b) {
-    const float *xb = x + b * n;
-    float *yb = y + b * n;
-    if (a.function == ir::Activation::Softmax) {
-      T top = xb[0];
-      for (int64_t i = 1; i < n; ++i)
-        top = std::max(top, T(xb[i]));
-      T sum = 0;
-      for (int64_t i = 0; i < n; ++i)
-        sum += std::exp(T(xb[i]) - top);
-      for (int64_t i = 0; i < n; ++i)
-        yb[i] = static_cast<float>(std::exp(T(xb[i]) - top) / sum);
-    } else {
-      applyRow<T>(a.function, xb, yb, n);
-    }
+    auto xb = [&](int64_t i) { return T(x[c.at(b, i, n)]); };
+    T top = xb(0);
+    for (int64_t i = 1; i < n; ++i)
+      top = std::max(top, xb(i));
+    T sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+      sum += std::exp(xb(i) - top);
+    for (int64_t i = 0; i < n; ++i)
+      y[c.at(b, i, n)] = static_cast<float>(std::exp(xb(i) - top) / sum);
   }
 }
 
@@ -58,27 +82,35 @@ template <class T> void activateGrad(const KernelCall &c) {
   float *dx = c.out();
   const int64_t n = a.nodes;
   const bool accumulate = c.op.accumulate;
+  if (a.function == ir::Activation::Softmax) {
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const float *dyb = dy + b * n, *yb = y + b * n, *xb = x + b * n;
-    float *dxb = dx + b * n;
-    T dot = 0;
-    if (a.function == ir::Activation::Softmax)
+    for (int64_t b = 0; b < c.batch; ++b) {
+      T dot = 0;
       for (int64_t i = 0; i < n; ++i)
-        dot += T(dyb[i]) * T(yb[i]);
+        dot += T(dy[c.at(b, i, n)]) * T(y[c.at(b, i, n)]);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t e = c.at(b, i, n);
+        const T g = T(y[e]) * (T(dy[e]) - dot);
+        dx[e] = static_cast<float>(accumulate ? T(dx[e]) + g : g);
+      }
+    }
+    return;
+  }
+  forEachRun(c, n, [&](int64_t offset, int64_t length) {
+    const float *dyr = dy + offset, *yr = y + offset, *xr = x + offset;
+    float *dxr = dx + offset;
     if (a.function == ir::Activation::Sigmoid && !accumulate) {
 #pragma omp simd
-      for (int64_t i = 0; i < n; ++i)
-        dxb[i] = static_cast<float>(T(dyb[i]) * T(yb[i]) * (T(1) - T(yb[i])));
-      continue;
+      for (int64_t i = 0; i < length; ++i)
+        dxr[i] = static_cast<float>(T(dyr[i]) * T(yr[i]) * (T(1) - T(yr[i])));
+      return;
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const T g = a.function == ir::Activation::Softmax
-                      ? T(yb[i]) * (T(dyb[i]) - dot)
-                      : T(dyb[i]) * functionDerivative<T>(a.function, T(xb[i]), T(yb[i]));
-      dxb[i] = static_cast<float>(accumulate ? T(dxb[i]) + g : g);
+    for (int64_t i = 0; i < length; ++i) {
+      const T g = T(dyr[i]) * functionDerivative<T>(a.function, T(xr[i]), T(yr[i]));
+      dxr[i] = static_cast<float>(accumulate ? T(dxr[i]) + g : g);
     }
-  }
+  });
 }
 
+} // namespace
 } // namespace netc::runtime::cpu

@@ -3,8 +3,8 @@
 // float (WindowKernels.h, ElementwiseKernels.h, LossKernels.h).
 #include "runtime/cpu/TemplateKernels.h"
 
-namespace netc::runtime::cpu::fast {
+namespace netc::runtime::cpu::NETC_FAST_NAMESPACE {
 
 NETC_TEMPLATE_KERNELS(float)
 
-} // namespace netc::runtime::cpu::fast
+} // namespace netc::runtime::cpu::NETC_FAST_NAMESPACE

@@ -1,55 +1,104 @@
-// FastKernels.cpp -- the fast CPU kernels for matrix-shaped ops: dense
-// (OpenBLAS GEMM), sparse (CSR loops), every convolution kind (one grouped
-// im2col gather + GEMM per kernel group, driven by the Plan's index tables),
-// biases, input slices and optimizer updates. Loops run across the batch
-// with OpenMP; each sample's values are computed in a fixed order, so
-// results do not depend on the thread count (OpenBLAS's own blocking may).
+// FastKernels.cpp -- the fast CPU kernels for matrix-shaped ops on the
+// feature-major layout (Kernels.h): dense (OpenBLAS GEMM over the batch
+// columns), sparse (CSR loops over lane vectors), every convolution kind
+// (direct, register-tiled over maps and window cells, each table index
+// selecting a whole row of batch columns, so no im2col copy), biases, input
+// slices and optimizer updates. Threads split outputs, or batch columns where
+// outputs are shared; every value is summed in a fixed order, so results do
+// not depend on the thread count (OpenBLAS's own blocking may).
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/LaneVector.h"
 
 #include <cblas.h>
 
-#include <cstring>
+#ifndef NETC_FAST_NAMESPACE
+#error "compile with NETC_FAST_NAMESPACE=fast_<instruction set> (runtime/cpu/CMakeLists.txt)"
+#endif
 
-namespace netc::runtime::cpu::fast {
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace netc::runtime::cpu::NETC_FAST_NAMESPACE {
 
 namespace {
 
-void zero(float *p, int64_t n) {
-  std::memset(p, 0, static_cast<size_t>(n) * sizeof(float));
+int64_t chunksOf(const KernelCall &c) {
+  return (c.batch + kLaneChunk - 1) / kLaneChunk;
 }
 
-/// rows[b·P + p][k] = x[b][gather[p][k]] (0 for a dummy cell): one
-/// contiguous row of window values per (sample, position).
-void gatherRows(const float *x, int64_t inputs, const int32_t *gather, float *rows, int64_t batch,
-                int64_t positions, int64_t window, bool padded) {
-  const int64_t cells = positions * window;
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < batch; ++b) {
-    const float *xb = x + b * inputs;
-    float *row = rows + b * cells;
-    if (padded)
-      for (int64_t i = 0; i < cells; ++i)
-        row[i] = gather[i] >= 0 ? xb[gather[i]] : 0.0f;
-    else // no dummy cells: a plain indexed load the compiler can vectorise
-      for (int64_t i = 0; i < cells; ++i)
-        row[i] = xb[gather[i]];
+/// Real-column mask of chunk `chunk` (all lanes but in the batch's last, partial chunk).
+LaneMask chunkMask(const KernelCall &c, int64_t chunk) {
+  return firstLanes(std::min(kLaneChunk, c.batch - chunk * kLaneChunk));
+}
+
+/// Maps computed together per tile (accumulators kept in registers).
+constexpr int64_t kMapTile = 8;
+/// Maps × window cells per weight-gradient tile.
+constexpr int64_t kGradMapTile = 4, kCellTile = 4;
+
+/// One chunk of convolution outputs at one (group, position): maps
+/// [m0, m0 + Maps) of y = bias + Σ_k W[k] · x[cell k], where rows[k] is the
+/// chunk's row of cell k (null for a dummy cell) and kernel[j] is map
+/// m0 + j's weight row (bias first).
+template <int Maps>
+void convolveTile(const float *const *rows, int64_t window, const float *const *kernel, float *const *out,
+                  bool accumulate) {
+  LaneVector acc[Maps];
+  for (int j = 0; j < Maps; ++j)
+    acc[j] = splat(kernel[j][0]);
+  for (int64_t k = 0; k < window; ++k) {
+    if (!rows[k])
+      continue;
+    const LaneVector v = loadLanes(rows[k]);
+    for (int j = 0; j < Maps; ++j)
+      acc[j] += kernel[j][1 + k] * v;
+  }
+  for (int j = 0; j < Maps; ++j)
+    storeLanes(out[j], accumulate ? loadLanes(out[j]) + acc[j] : acc[j]);
+}
+
+using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, float *const *, bool);
+template <int... Maps> constexpr ConvolveTile kConvolveTiles[] = {nullptr, &convolveTile<Maps>...};
+constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7, 8>;
+
+/// One chunk of input gradients at one (group, position): for every real
+/// cell k, dx[cell k] += Σ_j W_j[k] · dy_j over maps [m0, m0 + Maps).
+template <int Maps>
+void convolveBackTile(float *const *rows, int64_t window, const float *const *kernel,
+                      const float *const *dy) {
+  LaneVector g[Maps];
+  for (int j = 0; j < Maps; ++j)
+    g[j] = loadLanes(dy[j]);
+  for (int64_t k = 0; k < window; ++k) {
+    if (!rows[k])
+      continue;
+    LaneVector sum = kernel[0][1 + k] * g[0];
+    for (int j = 1; j < Maps; ++j)
+      sum += kernel[j][1 + k] * g[j];
+    storeLanes(rows[k], loadLanes(rows[k]) + sum);
   }
 }
 
-/// products[m][b·P + p] = dy[b][scatter[m·U + u][p]] for group u.
-void gatherOutputGradient(const float *dy, const plan::ConvAttrs &a, const int32_t *scatter, int64_t u,
-                          float *products, int64_t batch) {
-  const int64_t bp = batch * a.positions;
-#pragma omp parallel for schedule(static) collapse(2)
-  for (int64_t m = 0; m < a.maps; ++m)
-    for (int64_t b = 0; b < batch; ++b) {
-      const int32_t *s = scatter + (m * a.groups + u) * a.positions;
-      const float *dyb = dy + b * a.outputs;
-      float *dst = products + m * bp + b * a.positions;
-      for (int64_t p = 0; p < a.positions; ++p)
-        dst[p] = dyb[s[p]];
-    }
-}
+using ConvolveBackTile = void (*)(float *const *, int64_t, const float *const *, const float *const *);
+template <int... Maps>
+constexpr ConvolveBackTile kConvolveBackTiles[] = {nullptr, &convolveBackTile<Maps>...};
+constexpr const ConvolveBackTile *convolveBackTiles = kConvolveBackTiles<1, 2, 3, 4, 5, 6, 7, 8>;
+
+/// Table lookups of one convolution, in the feature-major layout.
+struct ConvTables {
+  const plan::ConvAttrs &a;
+  const int32_t *gather, *scatter;
+  int64_t lanes;
+  /// The source node of cell k at (group u, position p), -1 for a dummy.
+  int32_t cell(int64_t u, int64_t p, int64_t k) const { return gather[(u * a.positions + p) * a.window + k]; }
+  /// The output node of map m at (group u, position p).
+  int32_t output(int64_t m, int64_t u, int64_t p) const {
+    return scatter[(m * a.groups + u) * a.positions + p];
+  }
+  /// Map m's weight row for group u (bias first, D4).
+  int64_t kernelRow(int64_t m, int64_t u) const { return (m * a.groups + u) * (1 + a.window); }
+};
 
 } // namespace
 
@@ -58,32 +107,34 @@ void SliceInput(const KernelCall &c) {
   const float *x = c.in(0);
   float *y = c.out();
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b)
-    std::memcpy(y + b * a.width, x + b * a.total + a.offset, static_cast<size_t>(a.width) * sizeof(float));
+  for (int64_t i = 0; i < a.width; ++i)
+    std::memcpy(y + i * c.lanes, x + (a.offset + i) * c.lanes, static_cast<size_t>(c.batch) * sizeof(float));
 }
 
+// Dense: with X [inputs × lanes] and Y [outputs × lanes], Y = W · X.
 void Dense(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(c.batch), static_cast<int>(a.outputs),
-              static_cast<int>(a.inputs), 1.0f, c.in(0), static_cast<int>(a.inputs), c.in(1),
-              static_cast<int>(a.inputs), c.op.accumulate ? 1.0f : 0.0f, c.out(),
-              static_cast<int>(a.outputs));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(a.outputs),
+              static_cast<int>(c.batch), static_cast<int>(a.inputs), 1.0f, c.in(1),
+              static_cast<int>(a.inputs), c.in(0), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f,
+              c.out(), static_cast<int>(c.lanes));
 }
 
+// dW [outputs × inputs] = dY · Xᵀ over the batch columns.
 void DenseGradWeights(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(a.outputs),
-              static_cast<int>(a.inputs), static_cast<int>(c.batch), 1.0f, c.in(0),
-              static_cast<int>(a.outputs), c.in(1), static_cast<int>(a.inputs), c.op.accumulate ? 1.0f : 0.0f,
-              c.out(), static_cast<int>(a.inputs));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.outputs),
+              static_cast<int>(a.inputs), static_cast<int>(c.batch), 1.0f, c.in(0), static_cast<int>(c.lanes),
+              c.in(1), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out(),
+              static_cast<int>(a.inputs));
 }
 
+// dX [inputs × lanes] = Wᵀ · dY.
 void DenseGradInput(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(c.batch),
-              static_cast<int>(a.inputs), static_cast<int>(a.outputs), 1.0f, c.in(0),
-              static_cast<int>(a.outputs), c.in(1), static_cast<int>(a.inputs), c.op.accumulate ? 1.0f : 0.0f,
-              c.out(), static_cast<int>(a.inputs));
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(a.inputs), static_cast<int>(c.batch),
+              static_cast<int>(a.outputs), 1.0f, c.in(1), static_cast<int>(a.inputs), c.in(0),
+              static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out(), static_cast<int>(c.lanes));
 }
 
 void Sparse(const KernelCall &c) {
@@ -91,18 +142,17 @@ void Sparse(const KernelCall &c) {
   const float *x = c.in(0), *w = c.in(1);
   const int32_t *rowStart = c.inTable(2), *column = c.inTable(3);
   float *y = c.out();
-  const bool accumulate = c.op.accumulate;
+  const int64_t chunks = chunksOf(c);
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const float *xb = x + b * a.inputs;
-    float *yb = y + b * a.outputs;
-    for (int64_t d = 0; d < a.outputs; ++d) {
-      float sum = 0;
+  for (int64_t d = 0; d < a.outputs; ++d)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t b0 = chunk * kLaneChunk;
+      LaneVector sum{};
       for (int32_t e = rowStart[d]; e < rowStart[d + 1]; ++e)
-        sum += w[e] * xb[column[e]];
-      yb[d] = accumulate ? yb[d] + sum : sum;
+        sum += w[e] * loadLanes(x + column[e] * c.lanes + b0);
+      float *out = y + d * c.lanes + b0;
+      storeLanes(out, c.op.accumulate ? loadLanes(out) + sum : sum);
     }
-  }
 }
 
 void SparseGradWeights(const KernelCall &c) {
@@ -110,14 +160,18 @@ void SparseGradWeights(const KernelCall &c) {
   const float *dy = c.in(0), *x = c.in(1);
   const int32_t *rowStart = c.inTable(2), *column = c.inTable(3);
   float *dw = c.out();
-  const bool accumulate = c.op.accumulate;
+  const int64_t chunks = chunksOf(c);
 #pragma omp parallel for schedule(static)
   for (int64_t d = 0; d < a.outputs; ++d)
     for (int32_t e = rowStart[d]; e < rowStart[d + 1]; ++e) {
-      float sum = 0;
-      for (int64_t b = 0; b < c.batch; ++b)
-        sum += dy[b * a.outputs + d] * x[b * a.inputs + column[e]];
-      dw[e] = accumulate ? dw[e] + sum : sum;
+      LaneVector sum{};
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const int64_t b0 = chunk * kLaneChunk;
+        const LaneMask mask = chunkMask(c, chunk);
+        sum += masked(loadLanes(dy + d * c.lanes + b0), mask) *
+               masked(loadLanes(x + column[e] * c.lanes + b0), mask);
+      }
+      dw[e] = c.op.accumulate ? dw[e] + sumLanes(sum) : sumLanes(sum);
     }
 }
 
@@ -126,108 +180,139 @@ void SparseGradInput(const KernelCall &c) {
   const float *dy = c.in(0), *w = c.in(1);
   const int32_t *colStart = c.inTable(2), *row = c.inTable(3), *edge = c.inTable(4);
   float *dx = c.out();
-  const bool accumulate = c.op.accumulate;
+  const int64_t chunks = chunksOf(c);
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const float *dyb = dy + b * a.outputs;
-    float *dxb = dx + b * a.inputs;
-    for (int64_t s = 0; s < a.inputs; ++s) {
-      float sum = 0;
+  for (int64_t s = 0; s < a.inputs; ++s)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t b0 = chunk * kLaneChunk;
+      LaneVector sum{};
       for (int32_t t = colStart[s]; t < colStart[s + 1]; ++t)
-        sum += w[edge[t]] * dyb[row[t]];
-      dxb[s] = accumulate ? dxb[s] + sum : sum;
+        sum += w[edge[t]] * loadLanes(dy + row[t] * c.lanes + b0);
+      float *out = dx + s * c.lanes + b0;
+      storeLanes(out, c.op.accumulate ? loadLanes(out) + sum : sum);
     }
-  }
 }
 
-// Convolution kernels: per kernel group u, the window values form rows
-// [B·P × K]; the group's kernels W_u [M × K] sit at row stride groups·(1+K)
-// in the weight tensor (bias first, D4), so each product is one GEMM.
+// Convolution: output(m, u, p) = bias(m, u) + Σ_k W(m, u)[k] · x[cell(u, p, k)],
+// a chunk of batch columns at a time. The scatter maps the (map, group,
+// position) triples one to one onto the outputs, so the (group, position)
+// pairs write disjoint rows and can run on any thread.
 
 void Convolution(const KernelCall &c) {
-  const auto &a = c.op.get<plan::ConvAttrs>();
+  const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
+  const plan::ConvAttrs &a = t.a;
   const float *x = c.in(0), *w = c.in(1);
-  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  float *y = c.out(), *rows = c.scratch(0), *products = c.scratch(1);
-  const int64_t row = 1 + a.window, lda = a.groups * row, bp = c.batch * a.positions;
-  // The scatter maps the (map, group, position) triples one to one onto the
-  // outputs, so without accumulation every output is assigned exactly once.
-  const bool accumulate = c.op.accumulate;
-  for (int64_t u = 0; u < a.groups; ++u) {
-    gatherRows(x, a.inputs, gather + u * a.positions * a.window, rows, c.batch, a.positions, a.window,
-               a.padded);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.maps), static_cast<int>(bp),
-                static_cast<int>(a.window), 1.0f, w + u * row + 1, static_cast<int>(lda), rows,
-                static_cast<int>(a.window), 0.0f, products, static_cast<int>(bp));
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < c.batch; ++b) {
-      float *yb = y + b * a.outputs;
-      for (int64_t m = 0; m < a.maps; ++m) {
-        const float bias = w[(m * a.groups + u) * row];
-        const int32_t *s = scatter + (m * a.groups + u) * a.positions;
-        const float *prod = products + m * bp + b * a.positions;
-        if (accumulate)
-          for (int64_t p = 0; p < a.positions; ++p)
-            yb[s[p]] += prod[p] + bias;
-        else
-          for (int64_t p = 0; p < a.positions; ++p)
-            yb[s[p]] = prod[p] + bias;
-      }
-    }
+  float *y = c.out();
+  const int64_t chunks = chunksOf(c);
+#pragma omp parallel
+  {
+    std::unique_ptr<const float *[]> rows(new const float *[static_cast<size_t>(a.window)]);
+    const float *kernel[kMapTile];
+    float *out[kMapTile];
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t u = 0; u < a.groups; ++u)
+      for (int64_t p = 0; p < a.positions; ++p)
+        for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+          const int64_t b0 = chunk * kLaneChunk;
+          for (int64_t k = 0; k < a.window; ++k) {
+            const int32_t node = t.cell(u, p, k);
+            rows[k] = node >= 0 ? x + node * c.lanes + b0 : nullptr;
+          }
+          for (int64_t m0 = 0; m0 < a.maps; m0 += kMapTile) {
+            const int64_t tile = std::min(kMapTile, a.maps - m0);
+            for (int64_t j = 0; j < tile; ++j) {
+              kernel[j] = w + t.kernelRow(m0 + j, u);
+              out[j] = y + t.output(m0 + j, u, p) * c.lanes + b0;
+            }
+            convolveTiles[tile](rows.get(), a.window, kernel, out, c.op.accumulate);
+          }
+        }
   }
 }
 
+// dW(m, u)[k] = Σ_p Σ_b dy(m, u, p) · x[cell(u, p, k)], and the kernel bias
+// gradient Σ_p Σ_b dy(m, u, p): tiles of kMapTile maps × kCellTile cells
+// accumulate in registers; threads take whole tiles.
 void ConvolutionGradWeights(const KernelCall &c) {
-  const auto &a = c.op.get<plan::ConvAttrs>();
+  const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
+  const plan::ConvAttrs &a = t.a;
   const float *dy = c.in(0), *x = c.in(1);
-  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  float *dw = c.out(), *rows = c.scratch(0), *products = c.scratch(1);
-  const int64_t row = 1 + a.window, lda = a.groups * row, bp = c.batch * a.positions;
-  for (int64_t u = 0; u < a.groups; ++u) {
-    gatherRows(x, a.inputs, gather + u * a.positions * a.window, rows, c.batch, a.positions, a.window,
-               a.padded);
-    gatherOutputGradient(dy, a, scatter, u, products, c.batch);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(a.maps),
-                static_cast<int>(a.window), static_cast<int>(bp), 1.0f, products, static_cast<int>(bp), rows,
-                static_cast<int>(a.window), c.op.accumulate ? 1.0f : 0.0f, dw + u * row + 1,
-                static_cast<int>(lda));
-    for (int64_t m = 0; m < a.maps; ++m) {
-      float sum = 0;
-      const float *prod = products + m * bp;
-      for (int64_t i = 0; i < bp; ++i)
-        sum += prod[i];
-      float &bias = dw[(m * a.groups + u) * row];
-      bias = c.op.accumulate ? bias + sum : sum;
-    }
-  }
+  float *dw = c.out();
+  const int64_t chunks = chunksOf(c);
+  constexpr int64_t kMaps = kGradMapTile;
+  const int64_t mapTiles = (a.maps + kMaps - 1) / kMaps, cellTiles = (a.window + kCellTile - 1) / kCellTile;
+#pragma omp parallel for schedule(static) collapse(3)
+  for (int64_t u = 0; u < a.groups; ++u)
+    for (int64_t mt = 0; mt < mapTiles; ++mt)
+      for (int64_t ct = 0; ct < cellTiles; ++ct) {
+        const int64_t m0 = mt * kMaps, maps = std::min(kMaps, a.maps - m0);
+        const int64_t k0 = ct * kCellTile, cells = std::min(kCellTile, a.window - k0);
+        LaneVector acc[kMaps][kCellTile] = {}, bias[kMaps] = {};
+        for (int64_t p = 0; p < a.positions; ++p) {
+          const float *g[kMaps] = {}, *v[kCellTile] = {};
+          for (int64_t j = 0; j < maps; ++j)
+            g[j] = dy + t.output(m0 + j, u, p) * c.lanes;
+          for (int64_t k = 0; k < cells; ++k) {
+            const int32_t node = t.cell(u, p, k0 + k);
+            v[k] = node >= 0 ? x + node * c.lanes : nullptr;
+          }
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+            const int64_t b0 = chunk * kLaneChunk;
+            const LaneMask mask = chunkMask(c, chunk);
+            LaneVector gv[kMaps], xv[kCellTile];
+            for (int64_t j = 0; j < kMaps; ++j)
+              gv[j] = j < maps ? masked(loadLanes(g[j] + b0), mask) : LaneVector{};
+            for (int64_t k = 0; k < kCellTile; ++k)
+              xv[k] = v[k] ? masked(loadLanes(v[k] + b0), mask) : LaneVector{};
+            for (int64_t j = 0; j < kMaps; ++j) {
+              bias[j] += gv[j];
+              for (int64_t k = 0; k < kCellTile; ++k)
+                acc[j][k] += gv[j] * xv[k];
+            }
+          }
+        }
+        for (int64_t j = 0; j < maps; ++j) {
+          float *row = dw + t.kernelRow(m0 + j, u);
+          for (int64_t k = 0; k < cells; ++k)
+            row[1 + k0 + k] = c.op.accumulate ? row[1 + k0 + k] + sumLanes(acc[j][k]) : sumLanes(acc[j][k]);
+          if (ct == 0)
+            row[0] = c.op.accumulate ? row[0] + sumLanes(bias[j]) : sumLanes(bias[j]);
+        }
+      }
 }
 
+// dx[cell(u, p, k)] += Σ_m W(m, u)[k] · dy(m, u, p): several (group, position)
+// pairs reach the same input, so threads split the batch columns and each
+// input sums its contributions in one fixed order.
 void ConvolutionGradInput(const KernelCall &c) {
-  const auto &a = c.op.get<plan::ConvAttrs>();
+  const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
+  const plan::ConvAttrs &a = t.a;
   const float *dy = c.in(0), *w = c.in(1);
-  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  float *dx = c.out(), *rows = c.scratch(0), *products = c.scratch(1);
-  const int64_t row = 1 + a.window, lda = a.groups * row, bp = c.batch * a.positions;
-  if (!c.op.accumulate)
-    zero(dx, c.batch * a.inputs);
-  for (int64_t u = 0; u < a.groups; ++u) {
-    gatherOutputGradient(dy, a, scatter, u, products, c.batch);
-    // Row gradients [B·P × K] = productsᵀ [B·P × M] · W_u [M × K].
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(bp), static_cast<int>(a.window),
-                static_cast<int>(a.maps), 1.0f, products, static_cast<int>(bp), w + u * row + 1,
-                static_cast<int>(lda), 0.0f, rows, static_cast<int>(a.window));
-    const int32_t *g = gather + u * a.positions * a.window;
+  float *dx = c.out();
+  const int64_t chunks = chunksOf(c);
 #pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < c.batch; ++b) {
-      float *dxb = dx + b * a.inputs;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t b0 = chunk * kLaneChunk;
+    if (!c.op.accumulate)
+      for (int64_t i = 0; i < a.inputs; ++i)
+        storeLanes(dx + i * c.lanes + b0, LaneVector{});
+    std::unique_ptr<float *[]> rows(new float *[static_cast<size_t>(a.window)]);
+    const float *kernel[kMapTile], *g[kMapTile];
+    for (int64_t u = 0; u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
-        const int32_t *gp = g + p * a.window;
-        const float *r = rows + (b * a.positions + p) * a.window;
-        for (int64_t k = 0; k < a.window; ++k)
-          if (gp[k] >= 0)
-            dxb[gp[k]] += r[k];
+        for (int64_t k = 0; k < a.window; ++k) {
+          const int32_t node = t.cell(u, p, k);
+          rows[k] = node >= 0 ? dx + node * c.lanes + b0 : nullptr;
+        }
+        for (int64_t m0 = 0; m0 < a.maps; m0 += kMapTile) {
+          const int64_t tile = std::min(kMapTile, a.maps - m0);
+          for (int64_t j = 0; j < tile; ++j) {
+            kernel[j] = w + t.kernelRow(m0 + j, u);
+            g[j] = dy + t.output(m0 + j, u, p) * c.lanes + b0;
+          }
+          convolveBackTiles[tile](rows.get(), a.window, kernel, g);
+        }
       }
-    }
   }
 }
 
@@ -235,21 +320,27 @@ void AddBias(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   const float *bias = c.in(0);
   float *y = c.out();
+  const int64_t chunks = chunksOf(c);
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t i = 0; i < a.outputs; ++i)
-      y[b * a.outputs + i] += bias[i];
+  for (int64_t i = 0; i < a.outputs; ++i)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      float *row = y + i * c.lanes + chunk * kLaneChunk;
+      storeLanes(row, loadLanes(row) + bias[i]);
+    }
 }
 
 void BiasGrad(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   const float *dy = c.in(0);
   float *db = c.out();
-  if (!c.op.accumulate)
-    zero(db, a.outputs);
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t i = 0; i < a.outputs; ++i)
-      db[i] += dy[b * a.outputs + i];
+  const int64_t chunks = chunksOf(c);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < a.outputs; ++i) {
+    LaneVector sum{};
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      sum += masked(loadLanes(dy + i * c.lanes + chunk * kLaneChunk), chunkMask(c, chunk));
+    db[i] = c.op.accumulate ? db[i] + sumLanes(sum) : sumLanes(sum);
+  }
 }
 
 void Update(const KernelCall &c) {
@@ -260,4 +351,4 @@ void Update(const KernelCall &c) {
   optim::update(u.optimizer, c.out(0), c.in(0), state, a.count, u.hyper, u.step, u.learningRate);
 }
 
-} // namespace netc::runtime::cpu::fast
+} // namespace netc::runtime::cpu::NETC_FAST_NAMESPACE

@@ -9,23 +9,40 @@
 #include "runtime/core/Backend.h"
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 namespace netc::runtime::cpu {
 
-/// One op to run: its description, the batch size, and the buffers' memory
-/// (indexed by buffer id).
+/// One op to run: its description, the batch size, the buffers' memory
+/// (indexed by buffer id) and their layout.
+///
+/// Layout of the batch-scaled buffers: the fast table keeps them feature-major
+/// (`lanes` > 0: sample b's feature i at i·lanes + b, where lanes is the loaded
+/// batch rounded up to kLaneChunk), so every kernel works on runs of the batch
+/// that vectorise, whatever the bundle's connectivity; the reference table
+/// keeps them sample-major (`lanes` == 0: b·n + i). Columns [batch, lanes) are
+/// padding: kernels may compute on them but never let them reach a real column.
 struct KernelCall {
   const plan::Op &op;
   int64_t batch = 0;
   void *const *buffers = nullptr;
   const UpdateSettings *update = nullptr;
+  int64_t lanes = 0;
 
-  float *f(int buffer) const { return static_cast<float *>(buffers[buffer]); }
-  const int32_t *table(int buffer) const { return static_cast<const int32_t *>(buffers[buffer]); }
-  const float *in(size_t i) const { return f(op.in[i]); }
-  const int32_t *inTable(size_t i) const { return table(op.in[i]); }
-  float *out(size_t i = 0) const { return f(op.out[i]); }
-  float *scratch(size_t i) const { return f(op.scratch[i]); }
+  /// Where sample b's feature i lies in a batch-scaled buffer of n features per sample.
+  [[gnu::always_inline]] int64_t at(int64_t b, int64_t i, int64_t n) const {
+    return lanes ? i * lanes + b : b * n + i;
+  }
+
+  [[gnu::always_inline]] float *f(int buffer) const { return static_cast<float *>(buffers[buffer]); }
+  [[gnu::always_inline]] const int32_t *table(int buffer) const {
+    return static_cast<const int32_t *>(buffers[buffer]);
+  }
+  [[gnu::always_inline]] const float *in(size_t i) const { return f(op.in[i]); }
+  [[gnu::always_inline]] const int32_t *inTable(size_t i) const { return table(op.in[i]); }
+  [[gnu::always_inline]] float *out(size_t i = 0) const { return f(op.out[i]); }
+  [[gnu::always_inline]] float *scratch(size_t i) const { return f(op.scratch[i]); }
   /// An update op's optimizer state arrays (out[1..]), null where absent.
   void optimizerState(float *(&state)[optim::kMaxStateSlots]) const {
     for (size_t s = 0; s < optim::kMaxStateSlots; ++s)
@@ -35,11 +52,26 @@ struct KernelCall {
 
 using Kernel = void (*)(const KernelCall &);
 
-namespace fast {
+/// The fast kernels work on chunks of this many batch columns (one 512-bit
+/// vector); the feature-major stride is a multiple of it.
+constexpr int64_t kLaneChunk = 16;
+
+/// The fast table, compiled once per instruction set (CMakeLists.txt defines
+/// NETC_FAST_NAMESPACE) into namespace fast_<set>; the backend runs the best
+/// one the processor supports (instructionSets()).
 #define OP(Id, Name, Role, Backward) void Id(const KernelCall &call);
+namespace fast_baseline {
 #include "codegen/Ops.def"
+} // namespace fast_baseline
+#if defined(__x86_64__)
+namespace fast_avx2 {
+#include "codegen/Ops.def"
+} // namespace fast_avx2
+namespace fast_avx512 {
+#include "codegen/Ops.def"
+} // namespace fast_avx512
+#endif
 #undef OP
-} // namespace fast
 
 namespace reference {
 #define OP(Id, Name, Role, Backward) void Id(const KernelCall &call);
@@ -47,8 +79,14 @@ namespace reference {
 #undef OP
 } // namespace reference
 
-/// The kernel of `kind` (fast or reference).
-Kernel kernelFor(plan::OpKind kind, bool referenceKernels);
+/// The instruction sets the fast table was built for that this processor
+/// runs, best first ("avx512", "avx2", "baseline").
+std::vector<std::string_view> instructionSets();
+
+/// The fast kernels for `instructionSet` (empty: the best supported), or null
+/// when it is unknown or this processor lacks it.
+const Kernel *fastTable(std::string_view instructionSet);
+const Kernel *referenceTable();
 
 /// The number of threads the fast loops use (OpenMP) and OpenBLAS uses.
 void setThreadCount(int threads);

@@ -12,6 +12,10 @@
 #include <cmath>
 
 namespace netc::runtime::cpu {
+// Internal linkage: each kernel table's translation unit compiles its own copy
+// for its instruction set (runtime/cpu/CMakeLists.txt), so no copy built for
+// one set is linked into another's code.
+namespace {
 
 template <class T> struct LossTarget {
   int64_t nodes;
@@ -24,18 +28,19 @@ template <class T> struct LossTarget {
   }
 };
 
-template <class T> int64_t argmax(const float *row, int64_t n) {
+/// Index of the largest of n values value(0..n-1) (the first on ties).
+template <class Value> int64_t argmax(Value value, int64_t n) {
   int64_t best = 0;
   for (int64_t i = 1; i < n; ++i)
-    if (row[i] > row[best])
+    if (value(i) > value(best))
       best = i;
   return best;
 }
 
-template <class T> bool isCorrect(const float *row, int64_t n, float label) {
+template <class Value> bool isCorrect(Value value, int64_t n, float label) {
   if (n == 1)
-    return (row[0] > 0.5f ? 1.0f : 0.0f) == label;
-  return static_cast<float>(argmax<T>(row, n)) == label;
+    return (value(0) > 0.5f ? 1.0f : 0.0f) == label;
+  return static_cast<float>(argmax(value, n)) == label;
 }
 
 /// kind: 0 softmax cross-entropy, 1 sigmoid binary cross-entropy, 2 squared error.
@@ -47,31 +52,32 @@ template <class T> void lossKernel(const KernelCall &c, int kind) {
   const T tiny = T(1e-30);
   T lossSum = 0, correct = 0;
   for (int64_t b = 0; b < batch; ++b) {
-    const float *row = y + b * n;
-    float *g = grad + b * n;
+    auto value = [&](int64_t i) { return y[c.at(b, i, n)]; };
     LossTarget<T> target{n, labels[b]};
     T loss = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const T p = row[i], t = target(i);
+      const T p = value(i), t = target(i);
+      float &g = grad[c.at(b, i, n)];
       switch (kind) {
       case 0: // D16: mean categorical cross-entropy, gradient w.r.t. the logits
         loss -= t * std::log(std::max(p, tiny));
-        g[i] = static_cast<float>((p - t) * scale);
+        g = static_cast<float>((p - t) * scale);
         break;
       case 1: // mean binary cross-entropy per node, gradient w.r.t. the logits
         loss -= (t * std::log(std::max(p, tiny)) + (1 - t) * std::log(std::max(1 - p, tiny))) / T(n);
-        g[i] = static_cast<float>((p - t) * scale / T(n));
+        g = static_cast<float>((p - t) * scale / T(n));
         break;
       default: // mean squared error per node
         loss += (p - t) * (p - t) / T(n);
-        g[i] = static_cast<float>(2 * (p - t) * scale / T(n));
+        g = static_cast<float>(2 * (p - t) * scale / T(n));
       }
     }
     lossSum += loss;
-    correct += isCorrect<T>(row, n, labels[b]) ? 1 : 0;
+    correct += isCorrect(value, n, labels[b]) ? 1 : 0;
   }
   metrics[0] = static_cast<float>(lossSum);
   metrics[1] = static_cast<float>(correct);
 }
 
+} // namespace
 } // namespace netc::runtime::cpu

@@ -3,25 +3,61 @@
 // accumulation type: the fast table instantiates them with float, the
 // reference table with double. Dummy (padding) cells are skipped: max is
 // over real cells, mean divides by the real cells, and response norm divides
-// by the full kernel size unless AvgOverFullKernel is false.
+// by the full kernel size unless AvgOverFullKernel is false. Sample b's node i
+// is at KernelCall::at (feature-major in the fast table): the forward loops run
+// over outputs with the batch innermost; the backward ones, which add into
+// shared inputs, split the batch between threads instead.
 #pragma once
 
 #include "runtime/cpu/Kernels.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 namespace netc::runtime::cpu {
+// Internal linkage: each kernel table's translation unit compiles its own copy
+// for its instruction set (runtime/cpu/CMakeLists.txt), so no copy built for
+// one set is linked into another's code.
+namespace {
 
-/// The source node of the first maximal real cell of window `w` in sample
-/// `xb`, or -1 when every cell is a dummy. Forward and backward both use it,
-/// so the gradient goes to the cell the forward pass chose.
-inline int32_t firstMaxCell(const float *xb, const int32_t *w, int64_t window) {
+/// The source node of the first maximal real cell of window `w`, where
+/// value(node) reads sample b's node, or -1 when every cell is a dummy.
+/// Forward and backward both use it, so the gradient goes to the cell the
+/// forward pass chose.
+template <class Value> int32_t firstMaxCell(Value value, const int32_t *w, int64_t window) {
   int32_t arg = -1;
   for (int64_t k = 0; k < window; ++k)
-    if (w[k] >= 0 && (arg < 0 || xb[w[k]] > xb[arg]))
+    if (w[k] >= 0 && (arg < 0 || value(w[k]) > value(arg)))
       arg = w[k];
   return arg;
+}
+
+/// Runs body(b0, b1) on the threads, each with its own range of samples (for
+/// backward kernels that add into inputs shared by several outputs).
+template <class Body> void splitBatch(const KernelCall &c, Body body) {
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t per = (c.batch + threads - 1) / threads;
+    const int64_t b0 = std::min(c.batch, t * per), b1 = std::min(c.batch, b0 + per);
+    if (b0 < b1)
+      body(b0, b1);
+  }
+}
+
+/// Sets dx to zero for the batch's samples unless the op accumulates.
+inline void clearUnlessAccumulating(const KernelCall &c, float *dx, int64_t n) {
+  if (c.op.accumulate)
+    return;
+  if (c.lanes) {
+    for (int64_t i = 0; i < n; ++i)
+      std::memset(dx + i * c.lanes, 0, static_cast<size_t>(c.batch) * sizeof(float));
+  } else {
+    std::memset(dx, 0, static_cast<size_t>(n * c.batch) * sizeof(float));
+  }
 }
 
 template <class T> void maxPool(const KernelCall &c) {
@@ -30,11 +66,12 @@ template <class T> void maxPool(const KernelCall &c) {
   const int32_t *window = c.inTable(1);
   float *y = c.out();
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t o = 0; o < a.outputs; ++o) {
-      const int32_t arg = firstMaxCell(x + b * a.inputs, window + o * a.window, a.window);
-      const T best = arg >= 0 ? T(x[b * a.inputs + arg]) : T(0);
-      float &out = y[b * a.outputs + o];
+  for (int64_t o = 0; o < a.outputs; ++o)
+    for (int64_t b = 0; b < c.batch; ++b) {
+      auto value = [&](int32_t node) { return x[c.at(b, node, a.inputs)]; };
+      const int32_t arg = firstMaxCell(value, window + o * a.window, a.window);
+      const T best = arg >= 0 ? T(value(arg)) : T(0);
+      float &out = y[c.at(b, o, a.outputs)];
       out = static_cast<float>(c.op.accumulate ? out + best : best);
     }
 }
@@ -44,17 +81,26 @@ template <class T> void maxPoolGrad(const KernelCall &c) {
   const float *dy = c.in(0), *x = c.in(1);
   const int32_t *window = c.inTable(2);
   float *dx = c.out();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    float *dxb = dx + b * a.inputs;
-    if (!c.op.accumulate)
-      std::memset(dxb, 0, static_cast<size_t>(a.inputs) * sizeof(float));
-    for (int64_t o = 0; o < a.outputs; ++o) {
-      const int32_t arg = firstMaxCell(x + b * a.inputs, window + o * a.window, a.window);
-      if (arg >= 0)
-        dxb[arg] = static_cast<float>(T(dxb[arg]) + T(dy[b * a.outputs + o]));
-    }
-  }
+  clearUnlessAccumulating(c, dx, a.inputs);
+  splitBatch(c, [&](int64_t b0, int64_t b1) {
+    for (int64_t o = 0; o < a.outputs; ++o)
+      for (int64_t b = b0; b < b1; ++b) {
+        auto value = [&](int32_t node) { return x[c.at(b, node, a.inputs)]; };
+        const int32_t arg = firstMaxCell(value, window + o * a.window, a.window);
+        if (arg >= 0) {
+          float &d = dx[c.at(b, arg, a.inputs)];
+          d = static_cast<float>(T(d) + T(dy[c.at(b, o, a.outputs)]));
+        }
+      }
+  });
+}
+
+/// The number of real (non-dummy) cells of window w.
+inline int64_t realCells(const int32_t *w, int64_t window) {
+  int64_t real = 0;
+  for (int64_t k = 0; k < window; ++k)
+    real += w[k] >= 0 ? 1 : 0;
+  return real;
 }
 
 template <class T> void meanPool(const KernelCall &c) {
@@ -63,20 +109,19 @@ template <class T> void meanPool(const KernelCall &c) {
   const int32_t *window = c.inTable(1);
   float *y = c.out();
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t o = 0; o < a.outputs; ++o) {
-      const int32_t *w = window + o * a.window;
+  for (int64_t o = 0; o < a.outputs; ++o) {
+    const int32_t *w = window + o * a.window;
+    const int64_t real = realCells(w, a.window);
+    for (int64_t b = 0; b < c.batch; ++b) {
       T sum = 0;
-      int64_t real = 0;
       for (int64_t k = 0; k < a.window; ++k)
-        if (w[k] >= 0) {
-          sum += x[b * a.inputs + w[k]];
-          ++real;
-        }
+        if (w[k] >= 0)
+          sum += x[c.at(b, w[k], a.inputs)];
       const T mean = real ? sum / T(real) : T(0);
-      float &out = y[b * a.outputs + o];
+      float &out = y[c.at(b, o, a.outputs)];
       out = static_cast<float>(c.op.accumulate ? out + mean : mean);
     }
+  }
 }
 
 template <class T> void meanPoolGrad(const KernelCall &c) {
@@ -84,36 +129,34 @@ template <class T> void meanPoolGrad(const KernelCall &c) {
   const float *dy = c.in(0);
   const int32_t *window = c.inTable(1);
   float *dx = c.out();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    float *dxb = dx + b * a.inputs;
-    if (!c.op.accumulate)
-      std::memset(dxb, 0, static_cast<size_t>(a.inputs) * sizeof(float));
+  clearUnlessAccumulating(c, dx, a.inputs);
+  splitBatch(c, [&](int64_t b0, int64_t b1) {
     for (int64_t o = 0; o < a.outputs; ++o) {
       const int32_t *w = window + o * a.window;
-      int64_t real = 0;
-      for (int64_t k = 0; k < a.window; ++k)
-        real += w[k] >= 0 ? 1 : 0;
+      const int64_t real = realCells(w, a.window);
       if (!real)
         continue;
-      const T share = T(dy[b * a.outputs + o]) / T(real);
       for (int64_t k = 0; k < a.window; ++k)
         if (w[k] >= 0)
-          dxb[w[k]] = static_cast<float>(T(dxb[w[k]]) + share);
+          for (int64_t b = b0; b < b1; ++b) {
+            float &d = dx[c.at(b, w[k], a.inputs)];
+            d = static_cast<float>(T(d) + T(dy[c.at(b, o, a.outputs)]) / T(real));
+          }
     }
-  }
+  });
 }
 
-/// The normalizer S = Offset + (Alpha / n) Σ x_z² of output o of sample xb.
-template <class T> T responseNormScale(const plan::WindowAttrs &a, const float *xb, const int32_t *w) {
+/// The normalizer S = Offset + (Alpha / n) Σ x_z² of one output, where
+/// value(node) reads the sample's node.
+template <class T, class Value>
+T responseNormScale(const plan::WindowAttrs &a, Value value, const int32_t *w) {
   T sum = 0;
-  int64_t real = 0;
   for (int64_t k = 0; k < a.window; ++k)
     if (w[k] >= 0) {
-      const T v = xb[w[k]];
+      const T v = value(w[k]);
       sum += v * v;
-      ++real;
     }
+  const int64_t real = realCells(w, a.window);
   const T n = a.averageOverFullKernel ? T(a.window) : T(real > 0 ? real : 1);
   return T(a.offset) + T(a.alpha) / n * sum;
 }
@@ -124,16 +167,16 @@ template <class T> void responseNorm(const KernelCall &c) {
   const int32_t *window = c.inTable(1), *centre = c.inTable(2);
   float *y = c.out();
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const float *xb = x + b * a.inputs;
-    for (int64_t o = 0; o < a.outputs; ++o) {
-      T value = 0;
+  for (int64_t o = 0; o < a.outputs; ++o)
+    for (int64_t b = 0; b < c.batch; ++b) {
+      auto value = [&](int32_t node) { return x[c.at(b, node, a.inputs)]; };
+      T result = 0;
       if (centre[o] >= 0)
-        value = T(xb[centre[o]]) * std::pow(responseNormScale<T>(a, xb, window + o * a.window), -T(a.beta));
-      float &out = y[b * a.outputs + o];
-      out = static_cast<float>(c.op.accumulate ? out + value : value);
+        result =
+            T(value(centre[o])) * std::pow(responseNormScale<T>(a, value, window + o * a.window), -T(a.beta));
+      float &out = y[c.at(b, o, a.outputs)];
+      out = static_cast<float>(c.op.accumulate ? out + result : result);
     }
-  }
 }
 
 template <class T> void responseNormGrad(const KernelCall &c) {
@@ -141,29 +184,28 @@ template <class T> void responseNormGrad(const KernelCall &c) {
   const float *dy = c.in(0), *x = c.in(1);
   const int32_t *window = c.inTable(2), *centre = c.inTable(3);
   float *dx = c.out();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const float *xb = x + b * a.inputs;
-    float *dxb = dx + b * a.inputs;
-    if (!c.op.accumulate)
-      std::memset(dxb, 0, static_cast<size_t>(a.inputs) * sizeof(float));
+  clearUnlessAccumulating(c, dx, a.inputs);
+  splitBatch(c, [&](int64_t b0, int64_t b1) {
     for (int64_t o = 0; o < a.outputs; ++o) {
       if (centre[o] < 0)
         continue;
       const int32_t *w = window + o * a.window;
-      int64_t real = 0;
-      for (int64_t k = 0; k < a.window; ++k)
-        real += w[k] >= 0 ? 1 : 0;
+      const int64_t real = realCells(w, a.window);
       const T n = a.averageOverFullKernel ? T(a.window) : T(real > 0 ? real : 1);
-      const T s = responseNormScale<T>(a, xb, w);
-      const T g = dy[b * a.outputs + o], xc = xb[centre[o]];
-      dxb[centre[o]] = static_cast<float>(T(dxb[centre[o]]) + g * std::pow(s, -T(a.beta)));
-      const T coefficient = g * xc * -T(a.beta) * std::pow(s, -T(a.beta) - 1) * T(a.alpha) / n * 2;
-      for (int64_t k = 0; k < a.window; ++k)
-        if (w[k] >= 0)
-          dxb[w[k]] = static_cast<float>(T(dxb[w[k]]) + coefficient * T(xb[w[k]]));
+      for (int64_t b = b0; b < b1; ++b) {
+        auto value = [&](int32_t node) { return x[c.at(b, node, a.inputs)]; };
+        auto grad = [&](int32_t node) -> float & { return dx[c.at(b, node, a.inputs)]; };
+        const T s = responseNormScale<T>(a, value, w);
+        const T g = dy[c.at(b, o, a.outputs)], xc = value(centre[o]);
+        grad(centre[o]) = static_cast<float>(T(grad(centre[o])) + g * std::pow(s, -T(a.beta)));
+        const T coefficient = g * xc * -T(a.beta) * std::pow(s, -T(a.beta) - 1) * T(a.alpha) / n * 2;
+        for (int64_t k = 0; k < a.window; ++k)
+          if (w[k] >= 0)
+            grad(w[k]) = static_cast<float>(T(grad(w[k])) + coefficient * T(value(w[k])));
+      }
     }
-  }
+  });
 }
 
+} // namespace
 } // namespace netc::runtime::cpu

@@ -69,7 +69,7 @@ TEST_P(ExampleStep, OneSgdStepChangesTheParameters) {
     }
   }
 
-  Machine m(plan, batch, {1, false});
+  Machine m(plan, batch, {1, false, {}});
   // Only the inputs and parameters are written: memory reuse means the other
   // buffers share space, and every op writes before it reads.
   m.write(plan.features, state[static_cast<size_t>(plan.features)]);

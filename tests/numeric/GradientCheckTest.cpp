@@ -115,7 +115,7 @@ GradientCheckSummary checkGradients(const NetCase &net, uint32_t seed, int64_t b
     ADD_FAILURE() << "no plan for " << net.name;
     return summary;
   }
-  Machine m(plan, batch, {1, true});
+  Machine m(plan, batch, {1, true, {}});
   const State initial = randomState(plan, batch, seed);
   m.restore(initial);
   m.run(0, plan.backwardEnd);

@@ -156,7 +156,7 @@ TEST(IndexTables, SeedConv2KernelRowAndBiasFirst) {
   for (bool reference : {false, true}) {
     SCOPED_TRACE(reference ? "reference" : "fast");
     const int64_t batch = 2;
-    Machine m(plan, batch, {1, reference});
+    Machine m(plan, batch, {1, reference, {}});
     State state = randomState(plan, batch, 5);
     for (auto &buffer : state)
       std::fill(buffer.begin(), buffer.end(), 0.0f);

@@ -145,7 +145,7 @@ TEST(MemoryPlan, ReuseDoesNotChangeResults) {
     ASSERT_EQ(reused.plan.buffers.size(), plain.plan.buffers.size());
     const int64_t batch = 3;
     const State initial = randomState(plain.plan, batch, 31);
-    Machine a(reused.plan, batch, {1, false}), b(plain.plan, batch, {1, false});
+    Machine a(reused.plan, batch, {1, false, {}}), b(plain.plan, batch, {1, false, {}});
     for (Machine *m : {&a, &b}) {
       m->write(plain.plan.features, initial[static_cast<size_t>(plain.plan.features)]);
       m->write(plain.plan.labels, initial[static_cast<size_t>(plain.plan.labels)]);
@@ -171,8 +171,8 @@ TEST(MemoryPlan, PartialBatchOnALargerLoadMatches) {
     const plan::Plan &plan = c.plan;
     const int64_t batch = 3;
     const State initial = randomState(plan, batch, 17);
-    Machine exact(plan, batch, {1, false});
-    std::unique_ptr<runtime::Backend> larger = runtime::makeCpuBackend({1, false});
+    Machine exact(plan, batch, {1, false, {}});
+    std::unique_ptr<runtime::Backend> larger = runtime::makeCpuBackend({1, false, {}});
     ASSERT_TRUE(larger->load(plan, 5).ok());
     for (int buffer : {plan.features, plan.labels}) {
       exact.write(buffer, initial[static_cast<size_t>(buffer)]);
@@ -208,7 +208,7 @@ TEST(MemoryPlan, InferencePlanMatchesTrainingForward) {
     EXPECT_EQ(inference->backwardEnd, inference->ops.size());
     const int64_t batch = 2;
     const State initial = randomState(c.plan, batch, 23);
-    Machine training(c.plan, batch, {1, false}), forward(*inference, batch, {1, false});
+    Machine training(c.plan, batch, {1, false, {}}), forward(*inference, batch, {1, false, {}});
     for (Machine *m : {&training, &forward}) {
       m->write(m->plan().features, initial[static_cast<size_t>(c.plan.features)]);
       m->write(m->plan().labels, initial[static_cast<size_t>(c.plan.labels)]);

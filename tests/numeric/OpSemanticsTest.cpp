@@ -352,8 +352,8 @@ TEST_P(OpSemantics, ForwardAndLossOpsMatchTheirDefinitions) {
   const plan::Plan &plan = compiled.plan;
   ASSERT_GT(plan.ops.size(), 0u);
   const int64_t batch = 3;
-  Machine reference(plan, batch, {1, true});
-  Machine fast(plan, batch, {1, false});
+  Machine reference(plan, batch, {1, true, {}});
+  Machine fast(plan, batch, {1, false, {}});
   reference.restore(randomState(plan, batch, 4242));
   size_t checked = 0;
   for (size_t i = 0; i < plan.lossEnd; ++i) {

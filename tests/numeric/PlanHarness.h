@@ -10,6 +10,7 @@
 #include "api/Driver.h"
 #include "codegen/Codegen.h"
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/Kernels.h"
 #include "tests/SourceFiles.h"
 
 #include <gtest/gtest.h>

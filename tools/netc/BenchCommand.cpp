@@ -18,6 +18,24 @@ struct BenchArgs {
   BenchSettings settings;
 };
 
+/// The per-op table of --profile: median microseconds per training step and
+/// each op's share of their sum, in plan order.
+void printProfile(const BenchResult &r) {
+  if (r.profile.empty())
+    return;
+  double total = 0;
+  for (const OpProfile &p : r.profile)
+    total += p.microseconds;
+  std::printf("%s",
+              fmt::format("{:<9} {:<26} {:<32} {:>10} {:>6}\n", "section", "op", "output", "us/step", "share")
+                  .c_str());
+  for (const OpProfile &p : r.profile)
+    std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f} {:>5.1f}%\n", p.section, p.op, p.output,
+                                  p.microseconds, total > 0 ? 100 * p.microseconds / total : 0.0)
+                          .c_str());
+  std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
+}
+
 int runBench(const BenchArgs &args) {
   if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
     return kUsageError;
@@ -39,9 +57,18 @@ int runBench(const BenchArgs &args) {
                         {"train_bytes_per_batch", r.trainBytesPerBatch},
                         {"infer_bytes_per_batch", r.inferBytesPerBatch},
                         {"backend", args.settings.backend}};
+    if (args.settings.profile) {
+      nlohmann::json ops = nlohmann::json::array();
+      for (const OpProfile &p : r.profile)
+        ops.push_back(
+            {{"section", p.section}, {"op", p.op}, {"output", p.output}, {"microseconds", p.microseconds}});
+      j["profile"] = ops;
+    }
     std::printf("%s\n", j.dump().c_str());
     return kSuccess;
   }
+  if (args.format == "text")
+    printProfile(r);
   std::printf("%s", fmt::format("{}: batch {}, {} thread(s), {} parameters\n"
                                 "training   {:>10.0f} images/s (median of {})\n"
                                 "inference  {:>10.0f} images/s (median of {})\n"
@@ -68,6 +95,8 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--repeats", s.repeats, "Repeats (the median is reported)")->capture_default_str();
   cmd->add_option("--input-size", s.inputSize, "Features per sample for an 'auto' input that nothing sizes");
   cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
+  cmd->add_flag("--profile", s.profile,
+                "Also time each op of the training plan on its own and print the median per step");
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
