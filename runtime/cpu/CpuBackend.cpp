@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -173,8 +174,8 @@ public:
       std::memcpy(base + offset, values.data(), values.size_bytes());
       return;
     }
-    for (size_t j = 0; j < values.size(); ++j)
-      base[featureMajor(b, offset + static_cast<int64_t>(j))] = values[j];
+    transpose(b, offset, static_cast<int64_t>(values.size()),
+              [&](int64_t j, int64_t at) { base[at] = values[static_cast<size_t>(j)]; });
   }
 
   void read(int buffer, std::span<float> values, int64_t offset) const override {
@@ -184,8 +185,8 @@ public:
       std::memcpy(values.data(), base + offset, values.size_bytes());
       return;
     }
-    for (size_t j = 0; j < values.size(); ++j)
-      values[j] = base[featureMajor(b, offset + static_cast<int64_t>(j))];
+    transpose(b, offset, static_cast<int64_t>(values.size()),
+              [&](int64_t j, int64_t at) { values[static_cast<size_t>(j)] = base[at]; });
   }
 
   void run(size_t first, size_t last, int64_t batch, const UpdateSettings &update) override {
@@ -205,10 +206,26 @@ public:
   void synchronize() override {}
 
 private:
-  /// Where element `index` of the interface's sample-major order lies in the
-  /// feature-major layout.
-  int64_t featureMajor(const plan::Buffer &buffer, int64_t index) const {
-    return (index % buffer.perSample) * lanes_ + index / buffer.perSample;
+  /// Calls copy(j, at) for the `count` elements j of the interface's
+  /// sample-major order starting at element `offset`, `at` being where
+  /// element offset + j lies in the feature-major layout. Whole samples go in
+  /// blocks of kBlock samples × kBlock features, so both sides stay in cache.
+  template <class Copy>
+  void transpose(const plan::Buffer &buffer, int64_t offset, int64_t count, Copy copy) const {
+    const int64_t n = buffer.perSample;
+    auto at = [&](int64_t index) { return (index % n) * lanes_ + index / n; };
+    int64_t j = 0;
+    for (; j < count && (offset + j) % n != 0; ++j) // a partial first sample
+      copy(j, at(offset + j));
+    const int64_t first = (offset + j) / n, samples = (count - j) / n;
+    constexpr int64_t kBlock = 16;
+    for (int64_t s0 = 0; s0 < samples; s0 += kBlock)
+      for (int64_t i0 = 0; i0 < n; i0 += kBlock)
+        for (int64_t s = s0; s < std::min(samples, s0 + kBlock); ++s)
+          for (int64_t i = i0; i < std::min(n, i0 + kBlock); ++i)
+            copy(j + s * n + i, i * lanes_ + first + s);
+    for (j += samples * n; j < count; ++j) // a partial last sample
+      copy(j, at(offset + j));
   }
 
   BackendOptions options_;

@@ -32,10 +32,23 @@ LaneMask chunkMask(const KernelCall &c, int64_t chunk) {
   return firstLanes(std::min(kLaneChunk, c.batch - chunk * kLaneChunk));
 }
 
-/// Maps computed together per tile (accumulators kept in registers).
-constexpr int64_t kMapTile = 8;
-/// Maps × window cells per weight-gradient tile.
-constexpr int64_t kGradMapTile = 4, kCellTile = 4;
+/// At most this many maps are computed together (accumulators in registers).
+constexpr int64_t kMapTile = 12;
+/// Weight-gradient tiles: at most kGradMapTile maps × kCellTile window cells.
+constexpr int64_t kGradMapTile = 5, kCellTile = 4;
+
+/// [first, first + size) of tile `index` when `count` items are split into
+/// the fewest tiles of at most `limit`, their sizes differing by at most one.
+struct Tile {
+  int64_t first, size;
+};
+int64_t tileCount(int64_t count, int64_t limit) {
+  return (count + limit - 1) / limit;
+}
+Tile tileOf(int64_t index, int64_t count, int64_t limit) {
+  const int64_t tiles = tileCount(count, limit), base = count / tiles, extra = count % tiles;
+  return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
+}
 
 /// One chunk of convolution outputs at one (group, position): maps
 /// [m0, m0 + Maps) of y = bias + Σ_k W[k] · x[cell k], where rows[k] is the
@@ -60,7 +73,7 @@ void convolveTile(const float *const *rows, int64_t window, const float *const *
 
 using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, float *const *, bool);
 template <int... Maps> constexpr ConvolveTile kConvolveTiles[] = {nullptr, &convolveTile<Maps>...};
-constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7, 8>;
+constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>;
 
 /// One chunk of input gradients at one (group, position): for every real
 /// cell k, dx[cell k] += Σ_j W_j[k] · dy_j over maps [m0, m0 + Maps).
@@ -83,7 +96,8 @@ void convolveBackTile(float *const *rows, int64_t window, const float *const *ke
 using ConvolveBackTile = void (*)(float *const *, int64_t, const float *const *, const float *const *);
 template <int... Maps>
 constexpr ConvolveBackTile kConvolveBackTiles[] = {nullptr, &convolveBackTile<Maps>...};
-constexpr const ConvolveBackTile *convolveBackTiles = kConvolveBackTiles<1, 2, 3, 4, 5, 6, 7, 8>;
+constexpr const ConvolveBackTile *convolveBackTiles =
+    kConvolveBackTiles<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>;
 
 /// Table lookups of one convolution, in the feature-major layout.
 struct ConvTables {
@@ -99,6 +113,64 @@ struct ConvTables {
   /// Map m's weight row for group u (bias first, D4).
   int64_t kernelRow(int64_t m, int64_t u) const { return (m * a.groups + u) * (1 + a.window); }
 };
+
+/// One weight-gradient tile: maps [m0, m0 + Maps) × cells [k0, k0 + Cells)
+/// of group u, summed over the positions and the batch's columns.
+struct WeightGradTile {
+  struct Rows {
+    const float *dy, *x;
+    int64_t lanes, batch;
+  };
+  template <int Maps, int Cells, bool Masked>
+  static void accumulate(const float *const *g, const float *const *v, int64_t b0, LaneMask mask,
+                         LaneVector (&acc)[Maps][Cells]) {
+    LaneVector gv[Maps], xv[Cells];
+    for (int j = 0; j < Maps; ++j)
+      gv[j] = Masked ? masked(loadLanes(g[j] + b0), mask) : loadLanes(g[j] + b0);
+    for (int k = 0; k < Cells; ++k)
+      xv[k] = !v[k] ? LaneVector{} : Masked ? masked(loadLanes(v[k] + b0), mask) : loadLanes(v[k] + b0);
+    for (int j = 0; j < Maps; ++j)
+      for (int k = 0; k < Cells; ++k)
+        acc[j][k] += gv[j] * xv[k];
+  }
+  template <int Maps, int Cells>
+  static void run(const ConvTables &t, const Rows &r, int64_t u, int64_t m0, int64_t k0, float *dw,
+                  bool accumulateInto) {
+    LaneVector acc[Maps][Cells] = {};
+    const int64_t full = r.batch / kLaneChunk, rest = r.batch % kLaneChunk;
+    const LaneMask tail = firstLanes(rest);
+    for (int64_t p = 0; p < t.a.positions; ++p) {
+      const float *g[Maps], *v[Cells];
+      for (int j = 0; j < Maps; ++j)
+        g[j] = r.dy + t.output(m0 + j, u, p) * r.lanes;
+      for (int k = 0; k < Cells; ++k) {
+        const int32_t node = t.cell(u, p, k0 + k);
+        v[k] = node >= 0 ? r.x + node * r.lanes : nullptr;
+      }
+      for (int64_t chunk = 0; chunk < full; ++chunk)
+        accumulate<Maps, Cells, false>(g, v, chunk * kLaneChunk, tail, acc);
+      if (rest)
+        accumulate<Maps, Cells, true>(g, v, full * kLaneChunk, tail, acc);
+    }
+    for (int j = 0; j < Maps; ++j) {
+      float *row = dw + t.kernelRow(m0 + j, u) + 1 + k0;
+      for (int k = 0; k < Cells; ++k)
+        row[k] = accumulateInto ? row[k] + sumLanes(acc[j][k]) : sumLanes(acc[j][k]);
+    }
+  }
+};
+
+using WeightGradTileFn = void (*)(const ConvTables &, const WeightGradTile::Rows &, int64_t, int64_t, int64_t,
+                                  float *, bool);
+template <int Maps, int... Cells>
+constexpr WeightGradTileFn kWeightGradRow[] = {nullptr, &WeightGradTile::run<Maps, Cells>...};
+// weightGradTiles[maps][cells], 1 <= maps <= kGradMapTile, 1 <= cells <= kCellTile.
+constexpr const WeightGradTileFn *weightGradTiles[] = {nullptr,
+                                                       kWeightGradRow<1, 1, 2, 3, 4>,
+                                                       kWeightGradRow<2, 1, 2, 3, 4>,
+                                                       kWeightGradRow<3, 1, 2, 3, 4>,
+                                                       kWeightGradRow<4, 1, 2, 3, 4>,
+                                                       kWeightGradRow<5, 1, 2, 3, 4>};
 
 } // namespace
 
@@ -218,67 +290,48 @@ void Convolution(const KernelCall &c) {
             const int32_t node = t.cell(u, p, k);
             rows[k] = node >= 0 ? x + node * c.lanes + b0 : nullptr;
           }
-          for (int64_t m0 = 0; m0 < a.maps; m0 += kMapTile) {
-            const int64_t tile = std::min(kMapTile, a.maps - m0);
-            for (int64_t j = 0; j < tile; ++j) {
-              kernel[j] = w + t.kernelRow(m0 + j, u);
-              out[j] = y + t.output(m0 + j, u, p) * c.lanes + b0;
+          for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
+            const Tile tile = tileOf(i, a.maps, kMapTile);
+            for (int64_t j = 0; j < tile.size; ++j) {
+              kernel[j] = w + t.kernelRow(tile.first + j, u);
+              out[j] = y + t.output(tile.first + j, u, p) * c.lanes + b0;
             }
-            convolveTiles[tile](rows.get(), a.window, kernel, out, c.op.accumulate);
+            convolveTiles[tile.size](rows.get(), a.window, kernel, out, c.op.accumulate);
           }
         }
   }
 }
 
-// dW(m, u)[k] = Σ_p Σ_b dy(m, u, p) · x[cell(u, p, k)], and the kernel bias
-// gradient Σ_p Σ_b dy(m, u, p): tiles of kMapTile maps × kCellTile cells
-// accumulate in registers; threads take whole tiles.
+// dW(m, u)[k] = Σ_p Σ_b dy(m, u, p) · x[cell(u, p, k)]: tiles of maps ×
+// window cells accumulate in registers (weightGradTile), threads take whole
+// tiles; the kernel biases Σ_p Σ_b dy(m, u, p) come in a pass of their own.
 void ConvolutionGradWeights(const KernelCall &c) {
   const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
   const plan::ConvAttrs &a = t.a;
   const float *dy = c.in(0), *x = c.in(1);
   float *dw = c.out();
-  const int64_t chunks = chunksOf(c);
-  constexpr int64_t kMaps = kGradMapTile;
-  const int64_t mapTiles = (a.maps + kMaps - 1) / kMaps, cellTiles = (a.window + kCellTile - 1) / kCellTile;
+  const int64_t mapTiles = tileCount(a.maps, kGradMapTile), cellTiles = tileCount(a.window, kCellTile);
+  const WeightGradTile::Rows rows{dy, x, c.lanes, c.batch};
 #pragma omp parallel for schedule(static) collapse(3)
   for (int64_t u = 0; u < a.groups; ++u)
     for (int64_t mt = 0; mt < mapTiles; ++mt)
       for (int64_t ct = 0; ct < cellTiles; ++ct) {
-        const int64_t m0 = mt * kMaps, maps = std::min(kMaps, a.maps - m0);
-        const int64_t k0 = ct * kCellTile, cells = std::min(kCellTile, a.window - k0);
-        LaneVector acc[kMaps][kCellTile] = {}, bias[kMaps] = {};
-        for (int64_t p = 0; p < a.positions; ++p) {
-          const float *g[kMaps] = {}, *v[kCellTile] = {};
-          for (int64_t j = 0; j < maps; ++j)
-            g[j] = dy + t.output(m0 + j, u, p) * c.lanes;
-          for (int64_t k = 0; k < cells; ++k) {
-            const int32_t node = t.cell(u, p, k0 + k);
-            v[k] = node >= 0 ? x + node * c.lanes : nullptr;
-          }
-          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-            const int64_t b0 = chunk * kLaneChunk;
-            const LaneMask mask = chunkMask(c, chunk);
-            LaneVector gv[kMaps], xv[kCellTile];
-            for (int64_t j = 0; j < kMaps; ++j)
-              gv[j] = j < maps ? masked(loadLanes(g[j] + b0), mask) : LaneVector{};
-            for (int64_t k = 0; k < kCellTile; ++k)
-              xv[k] = v[k] ? masked(loadLanes(v[k] + b0), mask) : LaneVector{};
-            for (int64_t j = 0; j < kMaps; ++j) {
-              bias[j] += gv[j];
-              for (int64_t k = 0; k < kCellTile; ++k)
-                acc[j][k] += gv[j] * xv[k];
-            }
-          }
-        }
-        for (int64_t j = 0; j < maps; ++j) {
-          float *row = dw + t.kernelRow(m0 + j, u);
-          for (int64_t k = 0; k < cells; ++k)
-            row[1 + k0 + k] = c.op.accumulate ? row[1 + k0 + k] + sumLanes(acc[j][k]) : sumLanes(acc[j][k]);
-          if (ct == 0)
-            row[0] = c.op.accumulate ? row[0] + sumLanes(bias[j]) : sumLanes(bias[j]);
-        }
+        const Tile maps = tileOf(mt, a.maps, kGradMapTile), cells = tileOf(ct, a.window, kCellTile);
+        weightGradTiles[maps.size][cells.size](t, rows, u, maps.first, cells.first, dw, c.op.accumulate);
       }
+  const int64_t chunks = chunksOf(c);
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int64_t m = 0; m < a.maps; ++m)
+    for (int64_t u = 0; u < a.groups; ++u) {
+      LaneVector sum{};
+      for (int64_t p = 0; p < a.positions; ++p) {
+        const float *g = dy + t.output(m, u, p) * c.lanes;
+        for (int64_t chunk = 0; chunk < chunks; ++chunk)
+          sum += masked(loadLanes(g + chunk * kLaneChunk), chunkMask(c, chunk));
+      }
+      float &bias = dw[t.kernelRow(m, u)];
+      bias = c.op.accumulate ? bias + sumLanes(sum) : sumLanes(sum);
+    }
 }
 
 // dx[cell(u, p, k)] += Σ_m W(m, u)[k] · dy(m, u, p): several (group, position)
@@ -304,13 +357,13 @@ void ConvolutionGradInput(const KernelCall &c) {
           const int32_t node = t.cell(u, p, k);
           rows[k] = node >= 0 ? dx + node * c.lanes + b0 : nullptr;
         }
-        for (int64_t m0 = 0; m0 < a.maps; m0 += kMapTile) {
-          const int64_t tile = std::min(kMapTile, a.maps - m0);
-          for (int64_t j = 0; j < tile; ++j) {
-            kernel[j] = w + t.kernelRow(m0 + j, u);
-            g[j] = dy + t.output(m0 + j, u, p) * c.lanes + b0;
+        for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
+          const Tile tile = tileOf(i, a.maps, kMapTile);
+          for (int64_t j = 0; j < tile.size; ++j) {
+            kernel[j] = w + t.kernelRow(tile.first + j, u);
+            g[j] = dy + t.output(tile.first + j, u, p) * c.lanes + b0;
           }
-          convolveBackTiles[tile](rows.get(), a.window, kernel, g);
+          convolveBackTiles[tile.size](rows.get(), a.window, kernel, g);
         }
       }
   }

@@ -224,3 +224,45 @@ TEST(MemoryPlan, InferencePlanMatchesTrainingForward) {
 
 } // namespace
 } // namespace netc::numeric
+
+namespace netc::numeric {
+namespace {
+
+/// The fast table keeps batch-scaled buffers feature-major and the reference
+/// table sample-major; Backend::write and read speak sample-major on both.
+/// Pieces written at any offset (a partial first sample, whole samples, a
+/// partial last one) read back whole, and whole values read back in pieces.
+TEST(MemoryPlan, WriteAndReadAtAnyOffsetRoundTrip) {
+  Compiled c = compileAndPlan(fixedNetworks().front().text);
+  const plan::Plan &plan = c.plan;
+  const plan::Buffer &features = plan.buffers[static_cast<size_t>(plan.features)];
+  const int64_t batch = 21, n = features.perSample, total = batch * n;
+  std::vector<float> values(static_cast<size_t>(total));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i) + 0.5f;
+  const int64_t cuts[] = {0, n / 2 + 1, 3 * n + 1, total - n / 2, total};
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference" : "fast");
+    std::unique_ptr<runtime::Backend> backend = runtime::makeCpuBackend({1, reference, {}});
+    ASSERT_TRUE(backend->load(plan, batch).ok());
+    for (size_t piece = 0; piece + 1 < std::size(cuts); ++piece)
+      backend->write(
+          plan.features,
+          std::span<const float>(values).subspan(static_cast<size_t>(cuts[piece]),
+                                                 static_cast<size_t>(cuts[piece + 1] - cuts[piece])),
+          cuts[piece]);
+    std::vector<float> whole(values.size());
+    backend->read(plan.features, whole);
+    EXPECT_TRUE(bitIdentical("whole read", whole, values));
+    std::vector<float> pieces(values.size());
+    for (size_t piece = 0; piece + 1 < std::size(cuts); ++piece)
+      backend->read(plan.features,
+                    std::span<float>(pieces).subspan(static_cast<size_t>(cuts[piece]),
+                                                     static_cast<size_t>(cuts[piece + 1] - cuts[piece])),
+                    cuts[piece]);
+    EXPECT_TRUE(bitIdentical("read in pieces", pieces, values));
+  }
+}
+
+} // namespace
+} // namespace netc::numeric
