@@ -49,26 +49,33 @@ const Kernel kReference[] = {
 #undef OP
 
 struct FastTable {
-  std::string_view name;
-  const Kernel *kernels;
+  KernelTable table;
   bool supported;
 };
 
 /// Every fast table, best first, with whether this processor runs it.
-std::vector<FastTable> fastTables() {
-  std::vector<FastTable> tables;
+const std::vector<FastTable> &fastTables() {
+  static const std::vector<FastTable> tables = [] {
+    std::vector<FastTable> list;
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  tables.push_back({"avx512", kFastAvx512, avx512});
-  tables.push_back({"avx2", kFastAvx2, avx2});
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    list.push_back(
+        {{"avx512", kFastAvx512, &fast_avx512::toFeatureMajor, &fast_avx512::fromFeatureMajor}, avx512});
+    list.push_back({{"avx2", kFastAvx2, &fast_avx2::toFeatureMajor, &fast_avx2::fromFeatureMajor}, avx2});
 #endif
-  tables.push_back({"baseline", kFastBaseline, true});
+    list.push_back(
+        {{"baseline", kFastBaseline, &fast_baseline::toFeatureMajor, &fast_baseline::fromFeatureMajor},
+         true});
+    return list;
+  }();
   return tables;
 }
+
+const KernelTable kReferenceTable{"reference", kReference, nullptr, nullptr};
 
 int gThreads = 0;
 } // namespace
@@ -77,19 +84,19 @@ std::vector<std::string_view> instructionSets() {
   std::vector<std::string_view> names;
   for (const FastTable &t : fastTables())
     if (t.supported)
-      names.push_back(t.name);
+      names.push_back(t.table.name);
   return names;
 }
 
-const Kernel *fastTable(std::string_view instructionSet) {
+const KernelTable *fastTable(std::string_view instructionSet) {
   for (const FastTable &t : fastTables())
-    if (t.supported && (instructionSet.empty() || t.name == instructionSet))
-      return t.kernels;
+    if (t.supported && (instructionSet.empty() || t.table.name == instructionSet))
+      return &t.table;
   return nullptr;
 }
 
-const Kernel *referenceTable() {
-  return kReference;
+const KernelTable *referenceTable() {
+  return &kReferenceTable;
 }
 
 void setThreadCount(int threads) {
@@ -174,8 +181,12 @@ public:
       std::memcpy(base + offset, values.data(), values.size_bytes());
       return;
     }
-    transpose(b, offset, static_cast<int64_t>(values.size()),
-              [&](int64_t j, int64_t at) { base[at] = values[static_cast<size_t>(j)]; });
+    const Span span = wholeSamples(b, offset, static_cast<int64_t>(values.size()));
+    for (int64_t j = 0; j < span.head; ++j)
+      base[at(b, offset + j)] = values[static_cast<size_t>(j)];
+    kernels_->toFeatureMajor(values.data() + span.head, span.samples, b.perSample, base, lanes_, span.first);
+    for (int64_t j = span.tail; j < static_cast<int64_t>(values.size()); ++j)
+      base[at(b, offset + j)] = values[static_cast<size_t>(j)];
   }
 
   void read(int buffer, std::span<float> values, int64_t offset) const override {
@@ -185,8 +196,13 @@ public:
       std::memcpy(values.data(), base + offset, values.size_bytes());
       return;
     }
-    transpose(b, offset, static_cast<int64_t>(values.size()),
-              [&](int64_t j, int64_t at) { values[static_cast<size_t>(j)] = base[at]; });
+    const Span span = wholeSamples(b, offset, static_cast<int64_t>(values.size()));
+    for (int64_t j = 0; j < span.head; ++j)
+      values[static_cast<size_t>(j)] = base[at(b, offset + j)];
+    kernels_->fromFeatureMajor(base, lanes_, span.first, span.samples, b.perSample,
+                               values.data() + span.head);
+    for (int64_t j = span.tail; j < static_cast<int64_t>(values.size()); ++j)
+      values[static_cast<size_t>(j)] = base[at(b, offset + j)];
   }
 
   void run(size_t first, size_t last, int64_t batch, const UpdateSettings &update) override {
@@ -199,39 +215,34 @@ public:
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
       cpu::KernelCall call{op, batch, pointers_.data(), &update, lanes_};
-      kernels_[static_cast<int>(op.kind)](call);
+      kernels_->kernels[static_cast<int>(op.kind)](call);
     }
   }
 
   void synchronize() override {}
 
 private:
-  /// Calls copy(j, at) for the `count` elements j of the interface's
-  /// sample-major order starting at element `offset`, `at` being where
-  /// element offset + j lies in the feature-major layout. Whole samples go in
-  /// blocks of kBlock samples × kBlock features, so both sides stay in cache.
-  template <class Copy>
-  void transpose(const plan::Buffer &buffer, int64_t offset, int64_t count, Copy copy) const {
+  /// Elements [offset, offset + count) of the interface's sample-major order:
+  /// `head` elements finishing a partial sample, then `samples` whole samples
+  /// from sample `first`, then the elements from index `tail` on.
+  struct Span {
+    int64_t head, first, samples, tail;
+  };
+  static Span wholeSamples(const plan::Buffer &buffer, int64_t offset, int64_t count) {
     const int64_t n = buffer.perSample;
-    auto at = [&](int64_t index) { return (index % n) * lanes_ + index / n; };
-    int64_t j = 0;
-    for (; j < count && (offset + j) % n != 0; ++j) // a partial first sample
-      copy(j, at(offset + j));
-    const int64_t first = (offset + j) / n, samples = (count - j) / n;
-    constexpr int64_t kBlock = 16;
-    for (int64_t s0 = 0; s0 < samples; s0 += kBlock)
-      for (int64_t i0 = 0; i0 < n; i0 += kBlock)
-        for (int64_t s = s0; s < std::min(samples, s0 + kBlock); ++s)
-          for (int64_t i = i0; i < std::min(n, i0 + kBlock); ++i)
-            copy(j + s * n + i, i * lanes_ + first + s);
-    for (j += samples * n; j < count; ++j) // a partial last sample
-      copy(j, at(offset + j));
+    const int64_t head = std::min(count, (n - offset % n) % n);
+    const int64_t samples = (count - head) / n;
+    return {head, (offset + head) / n, samples, head + samples * n};
+  }
+  /// Where element `index` of the sample-major order lies in the feature-major layout.
+  int64_t at(const plan::Buffer &buffer, int64_t index) const {
+    return (index % buffer.perSample) * lanes_ + index / buffer.perSample;
   }
 
   BackendOptions options_;
   const plan::Plan *plan_ = nullptr;
   int64_t maxBatch_ = 0;
-  const cpu::Kernel *kernels_ = nullptr;
+  const cpu::KernelTable *kernels_ = nullptr;
   int64_t lanes_ = 0; // feature-major row length (fast kernels); 0: sample-major (reference)
   std::vector<float> arenaStorage_;
   std::vector<std::vector<float>> fixed_; // float-sized cells; tables hold int32 bit patterns

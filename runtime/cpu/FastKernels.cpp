@@ -10,6 +10,7 @@
 #include "runtime/cpu/LaneVector.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #ifndef NETC_FAST_NAMESPACE
 #error "compile with NETC_FAST_NAMESPACE=fast_<instruction set> (runtime/cpu/CMakeLists.txt)"
@@ -50,50 +51,57 @@ Tile tileOf(int64_t index, int64_t count, int64_t limit) {
   return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
 }
 
-/// One chunk of convolution outputs at one (group, position): maps
+/// Convolution outputs at one (group, position), chunk by chunk: maps
 /// [m0, m0 + Maps) of y = bias + Σ_k W[k] · x[cell k], where rows[k] is the
-/// chunk's row of cell k (null for a dummy cell) and kernel[j] is map
-/// m0 + j's weight row (bias first).
+/// row of cell k (null for a dummy cell), kernel[j] map m0 + j's weight row
+/// (bias first) and out[j] its output row.
 template <int Maps>
 void convolveTile(const float *const *rows, int64_t window, const float *const *kernel, float *const *out,
-                  bool accumulate) {
-  LaneVector acc[Maps];
-  for (int j = 0; j < Maps; ++j)
-    acc[j] = splat(kernel[j][0]);
-  for (int64_t k = 0; k < window; ++k) {
-    if (!rows[k])
-      continue;
-    const LaneVector v = loadLanes(rows[k]);
+                  int64_t chunks, bool accumulate) {
+  for (int64_t b0 = 0; b0 < chunks * kLaneChunk; b0 += kLaneChunk) {
+    LaneVector acc[Maps];
     for (int j = 0; j < Maps; ++j)
-      acc[j] += kernel[j][1 + k] * v;
+      acc[j] = splat(kernel[j][0]);
+    for (int64_t k = 0; k < window; ++k) {
+      if (!rows[k])
+        continue;
+      const LaneVector v = loadLanes(rows[k] + b0);
+      for (int j = 0; j < Maps; ++j)
+        acc[j] += kernel[j][1 + k] * v;
+    }
+    for (int j = 0; j < Maps; ++j)
+      storeLanes(out[j] + b0, accumulate ? loadLanes(out[j] + b0) + acc[j] : acc[j]);
   }
-  for (int j = 0; j < Maps; ++j)
-    storeLanes(out[j], accumulate ? loadLanes(out[j]) + acc[j] : acc[j]);
 }
 
-using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, float *const *, bool);
+using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, float *const *, int64_t,
+                              bool);
 template <int... Maps> constexpr ConvolveTile kConvolveTiles[] = {nullptr, &convolveTile<Maps>...};
 constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>;
 
-/// One chunk of input gradients at one (group, position): for every real
-/// cell k, dx[cell k] += Σ_j W_j[k] · dy_j over maps [m0, m0 + Maps).
+/// Input gradients from one (group, position), chunk by chunk (columns
+/// [b0, b1)): for every real cell k, dx[cell k] += Σ_j W_j[k] · dy_j over
+/// maps [m0, m0 + Maps).
 template <int Maps>
-void convolveBackTile(float *const *rows, int64_t window, const float *const *kernel,
-                      const float *const *dy) {
-  LaneVector g[Maps];
-  for (int j = 0; j < Maps; ++j)
-    g[j] = loadLanes(dy[j]);
-  for (int64_t k = 0; k < window; ++k) {
-    if (!rows[k])
-      continue;
-    LaneVector sum = kernel[0][1 + k] * g[0];
-    for (int j = 1; j < Maps; ++j)
-      sum += kernel[j][1 + k] * g[j];
-    storeLanes(rows[k], loadLanes(rows[k]) + sum);
+void convolveBackTile(float *const *rows, int64_t window, const float *const *kernel, const float *const *dy,
+                      int64_t b0, int64_t b1) {
+  for (; b0 < b1; b0 += kLaneChunk) {
+    LaneVector g[Maps];
+    for (int j = 0; j < Maps; ++j)
+      g[j] = loadLanes(dy[j] + b0);
+    for (int64_t k = 0; k < window; ++k) {
+      if (!rows[k])
+        continue;
+      LaneVector sum = kernel[0][1 + k] * g[0];
+      for (int j = 1; j < Maps; ++j)
+        sum += kernel[j][1 + k] * g[j];
+      storeLanes(rows[k] + b0, loadLanes(rows[k] + b0) + sum);
+    }
   }
 }
 
-using ConvolveBackTile = void (*)(float *const *, int64_t, const float *const *, const float *const *);
+using ConvolveBackTile = void (*)(float *const *, int64_t, const float *const *, const float *const *,
+                                  int64_t, int64_t);
 template <int... Maps>
 constexpr ConvolveBackTile kConvolveBackTiles[] = {nullptr, &convolveBackTile<Maps>...};
 constexpr const ConvolveBackTile *convolveBackTiles =
@@ -173,6 +181,37 @@ constexpr const WeightGradTileFn *weightGradTiles[] = {nullptr,
                                                        kWeightGradRow<5, 1, 2, 3, 4>};
 
 } // namespace
+
+// Layout conversions, a chunk of samples at a time: the compiler turns each
+// strided chunk into a vector gather (or scatter) where the set has one.
+void toFeatureMajor(const float *samples, int64_t count, int64_t n, float *rows, int64_t lanes,
+                    int64_t first) {
+  int64_t s0 = 0;
+  for (; s0 + kLaneChunk <= count; s0 += kLaneChunk)
+    for (int64_t i = 0; i < n; ++i) {
+      LaneVector v;
+      for (int64_t j = 0; j < kLaneChunk; ++j)
+        v[j] = samples[(s0 + j) * n + i];
+      storeLanes(rows + i * lanes + first + s0, v);
+    }
+  for (; s0 < count; ++s0)
+    for (int64_t i = 0; i < n; ++i)
+      rows[i * lanes + first + s0] = samples[s0 * n + i];
+}
+
+void fromFeatureMajor(const float *rows, int64_t lanes, int64_t first, int64_t count, int64_t n,
+                      float *samples) {
+  int64_t s0 = 0;
+  for (; s0 + kLaneChunk <= count; s0 += kLaneChunk)
+    for (int64_t i = 0; i < n; ++i) {
+      const LaneVector v = loadLanes(rows + i * lanes + first + s0);
+      for (int64_t j = 0; j < kLaneChunk; ++j)
+        samples[(s0 + j) * n + i] = v[j];
+    }
+  for (; s0 < count; ++s0)
+    for (int64_t i = 0; i < n; ++i)
+      samples[s0 * n + i] = rows[i * lanes + first + s0];
+}
 
 void SliceInput(const KernelCall &c) {
   const auto &a = c.op.get<plan::SliceAttrs>();
@@ -283,22 +322,20 @@ void Convolution(const KernelCall &c) {
     float *out[kMapTile];
 #pragma omp for schedule(static) collapse(2)
     for (int64_t u = 0; u < a.groups; ++u)
-      for (int64_t p = 0; p < a.positions; ++p)
-        for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-          const int64_t b0 = chunk * kLaneChunk;
-          for (int64_t k = 0; k < a.window; ++k) {
-            const int32_t node = t.cell(u, p, k);
-            rows[k] = node >= 0 ? x + node * c.lanes + b0 : nullptr;
-          }
-          for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
-            const Tile tile = tileOf(i, a.maps, kMapTile);
-            for (int64_t j = 0; j < tile.size; ++j) {
-              kernel[j] = w + t.kernelRow(tile.first + j, u);
-              out[j] = y + t.output(tile.first + j, u, p) * c.lanes + b0;
-            }
-            convolveTiles[tile.size](rows.get(), a.window, kernel, out, c.op.accumulate);
-          }
+      for (int64_t p = 0; p < a.positions; ++p) {
+        for (int64_t k = 0; k < a.window; ++k) {
+          const int32_t node = t.cell(u, p, k);
+          rows[k] = node >= 0 ? x + node * c.lanes : nullptr;
         }
+        for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
+          const Tile tile = tileOf(i, a.maps, kMapTile);
+          for (int64_t j = 0; j < tile.size; ++j) {
+            kernel[j] = w + t.kernelRow(tile.first + j, u);
+            out[j] = y + t.output(tile.first + j, u, p) * c.lanes;
+          }
+          convolveTiles[tile.size](rows.get(), a.window, kernel, out, chunks, c.op.accumulate);
+        }
+      }
   }
 }
 
@@ -343,27 +380,32 @@ void ConvolutionGradInput(const KernelCall &c) {
   const float *dy = c.in(0), *w = c.in(1);
   float *dx = c.out();
   const int64_t chunks = chunksOf(c);
-#pragma omp parallel for schedule(static)
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    const int64_t b0 = chunk * kLaneChunk;
+#pragma omp parallel
+  {
+    // Each thread owns a range of whole chunks of columns.
+    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    const int64_t per = (chunks + threads - 1) / threads;
+    const int64_t b0 = std::min(chunks, thread * per) * kLaneChunk,
+                  b1 = std::min(chunks, (thread + 1) * per) * kLaneChunk;
     if (!c.op.accumulate)
       for (int64_t i = 0; i < a.inputs; ++i)
-        storeLanes(dx + i * c.lanes + b0, LaneVector{});
+        std::memset(dx + i * c.lanes + b0, 0,
+                    static_cast<size_t>(std::max<int64_t>(b1 - b0, 0)) * sizeof(float));
     std::unique_ptr<float *[]> rows(new float *[static_cast<size_t>(a.window)]);
     const float *kernel[kMapTile], *g[kMapTile];
-    for (int64_t u = 0; u < a.groups; ++u)
+    for (int64_t u = 0; b0 < b1 && u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
         for (int64_t k = 0; k < a.window; ++k) {
           const int32_t node = t.cell(u, p, k);
-          rows[k] = node >= 0 ? dx + node * c.lanes + b0 : nullptr;
+          rows[k] = node >= 0 ? dx + node * c.lanes : nullptr;
         }
         for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
           const Tile tile = tileOf(i, a.maps, kMapTile);
           for (int64_t j = 0; j < tile.size; ++j) {
             kernel[j] = w + t.kernelRow(tile.first + j, u);
-            g[j] = dy + t.output(tile.first + j, u, p) * c.lanes + b0;
+            g[j] = dy + t.output(tile.first + j, u, p) * c.lanes;
           }
-          convolveBackTiles[tile.size](rows.get(), a.window, kernel, g);
+          convolveBackTiles[tile.size](rows.get(), a.window, kernel, g, b0, b1);
         }
       }
   }

@@ -59,18 +59,31 @@ constexpr int64_t kLaneChunk = 16;
 /// The fast table, compiled once per instruction set (CMakeLists.txt defines
 /// NETC_FAST_NAMESPACE) into namespace fast_<set>; the backend runs the best
 /// one the processor supports (instructionSets()).
+/// Besides the ops, each has the layout conversions for whole samples:
+/// toFeatureMajor copies `samples` rows of n values (sample-major) into
+/// columns [first, first + samples) of n rows of `lanes`; fromFeatureMajor
+/// copies them back.
 #define OP(Id, Name, Role, Backward) void Id(const KernelCall &call);
+#define NETC_LAYOUT_FUNCTIONS                                                                                \
+  void toFeatureMajor(const float *samples, int64_t count, int64_t n, float *rows, int64_t lanes,            \
+                      int64_t first);                                                                        \
+  void fromFeatureMajor(const float *rows, int64_t lanes, int64_t first, int64_t count, int64_t n,           \
+                        float *samples);
 namespace fast_baseline {
 #include "codegen/Ops.def"
+NETC_LAYOUT_FUNCTIONS
 } // namespace fast_baseline
 #if defined(__x86_64__)
 namespace fast_avx2 {
 #include "codegen/Ops.def"
+NETC_LAYOUT_FUNCTIONS
 } // namespace fast_avx2
 namespace fast_avx512 {
 #include "codegen/Ops.def"
+NETC_LAYOUT_FUNCTIONS
 } // namespace fast_avx512
 #endif
+#undef NETC_LAYOUT_FUNCTIONS
 #undef OP
 
 namespace reference {
@@ -83,10 +96,19 @@ namespace reference {
 /// runs, best first ("avx512", "avx2", "baseline").
 std::vector<std::string_view> instructionSets();
 
-/// The fast kernels for `instructionSet` (empty: the best supported), or null
+/// One kernel table: a kernel per op (indexed by plan::OpKind) and, for the
+/// feature-major fast tables, the layout conversions (null for the reference).
+struct KernelTable {
+  std::string_view name;
+  const Kernel *kernels = nullptr;
+  void (*toFeatureMajor)(const float *, int64_t, int64_t, float *, int64_t, int64_t) = nullptr;
+  void (*fromFeatureMajor)(const float *, int64_t, int64_t, int64_t, int64_t, float *) = nullptr;
+};
+
+/// The fast table for `instructionSet` (empty: the best supported), or null
 /// when it is unknown or this processor lacks it.
-const Kernel *fastTable(std::string_view instructionSet);
-const Kernel *referenceTable();
+const KernelTable *fastTable(std::string_view instructionSet);
+const KernelTable *referenceTable();
 
 /// The number of threads the fast loops use (OpenMP) and OpenBLAS uses.
 void setThreadCount(int threads);
