@@ -5,6 +5,11 @@
 
 #include "runtime/cpu/Activation.h"
 #include "runtime/cpu/Kernels.h"
+#ifdef NETC_FAST_NAMESPACE
+#include "runtime/cpu/LaneVector.h"
+#endif
+
+#include <type_traits>
 
 namespace netc::runtime::cpu {
 // Internal linkage: each kernel table's translation unit compiles its own copy
@@ -17,6 +22,14 @@ namespace {
 template <class T> void applyRow(ir::Activation fn, const float *x, float *y, int64_t n) {
   switch (fn) {
   case ir::Activation::Sigmoid:
+#ifdef NETC_FAST_NAMESPACE // the fast tables: whole chunks through the inline vector exp
+    if constexpr (std::is_same_v<T, float>) {
+      int64_t i = 0;
+      for (; i + kLaneChunk <= n; i += kLaneChunk)
+        storeLanes(y + i, 1.0f / (1.0f + expLanes(-loadLanes(x + i))));
+      x += i, y += i, n -= i;
+    }
+#endif
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
       y[i] = static_cast<float>(T(1) / (T(1) + std::exp(-T(x[i]))));
