@@ -39,6 +39,12 @@ template <class T> void applyRow(ir::Activation fn, const float *x, float *y, in
     for (int64_t i = 0; i < n; ++i)
       y[i] = static_cast<float>(std::tanh(T(x[i])));
     return;
+  case ir::Activation::Rlinear:
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = static_cast<float>(std::max(T(0), T(x[i])));
+    return;
+  case ir::Activation::Linear: std::copy(x, x + n, y); return;
   default:
     for (int64_t i = 0; i < n; ++i)
       y[i] = static_cast<float>(applyFunction<T>(fn, T(x[i])));
@@ -116,6 +122,18 @@ template <class T> void activateGrad(const KernelCall &c) {
 #pragma omp simd
       for (int64_t i = 0; i < length; ++i)
         dxr[i] = static_cast<float>(T(dyr[i]) * T(yr[i]) * (T(1) - T(yr[i])));
+      return;
+    }
+    if (a.function == ir::Activation::Rlinear && !accumulate) {
+#pragma omp simd
+      for (int64_t i = 0; i < length; ++i)
+        dxr[i] = xr[i] > 0.0f ? dyr[i] : 0.0f;
+      return;
+    }
+    if (a.function == ir::Activation::Tanh && !accumulate) {
+#pragma omp simd
+      for (int64_t i = 0; i < length; ++i)
+        dxr[i] = static_cast<float>(T(dyr[i]) * (T(1) - T(yr[i]) * T(yr[i])));
       return;
     }
     for (int64_t i = 0; i < length; ++i) {

@@ -10,6 +10,9 @@
 #pragma once
 
 #include "runtime/cpu/Kernels.h"
+#ifdef NETC_FAST_NAMESPACE
+#include "runtime/cpu/LaneVector.h"
+#endif
 
 #include <omp.h>
 
@@ -60,11 +63,71 @@ inline void clearUnlessAccumulating(const KernelCall &c, float *dx, int64_t n) {
   }
 }
 
+#ifdef NETC_FAST_NAMESPACE
+/// The fast tables' max pool on the feature-major layout, a chunk of batch
+/// columns at a time: per lane, the first maximal real cell (the same rule
+/// as firstMaxCell, with a strict comparison in window order). With `dy`,
+/// adds each lane's gradient to the cell it chose instead of writing y.
+inline void maxPoolLanes(const KernelCall &c, const plan::WindowAttrs &a, const float *x,
+                         const int32_t *window, float *y, const float *dy, float *dx) {
+  const int64_t chunks = (c.batch + kLaneChunk - 1) / kLaneChunk;
+  auto pool = [&](int64_t o, int64_t b0) {
+    const int32_t *w = window + o * a.window;
+    LaneVector best{};
+    LaneMask arg = LaneMask{} - 1; // the chosen cell per lane, -1: none yet
+    bool any = false;
+    for (int64_t k = 0; k < a.window; ++k) {
+      if (w[k] < 0)
+        continue;
+      const LaneVector v = loadLanes(x + w[k] * c.lanes + b0);
+      if (!any) {
+        best = v, arg = LaneMask{} + static_cast<int32_t>(k), any = true;
+        continue;
+      }
+      const LaneMask greater = v > best;
+      best = select(greater, v, best);
+      arg = (greater & static_cast<int32_t>(k)) | (~greater & arg);
+    }
+    if (!dy) {
+      float *out = y + o * c.lanes + b0;
+      storeLanes(out, c.op.accumulate ? loadLanes(out) + best : best);
+      return;
+    }
+    const LaneVector g = loadLanes(dy + o * c.lanes + b0);
+    for (int64_t k = 0; any && k < a.window; ++k)
+      if (w[k] >= 0) {
+        float *d = dx + w[k] * c.lanes + b0;
+        storeLanes(d, loadLanes(d) + masked(g, arg == static_cast<int32_t>(k)));
+      }
+  };
+  if (!dy) {
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < a.outputs; ++o)
+      for (int64_t chunk = 0; chunk < chunks; ++chunk)
+        pool(o, chunk * kLaneChunk);
+    return;
+  }
+  // Windows may overlap: threads split the chunks, outputs go in order.
+#pragma omp parallel for schedule(static)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    if (!c.op.accumulate)
+      for (int64_t i = 0; i < a.inputs; ++i)
+        storeLanes(dx + i * c.lanes + chunk * kLaneChunk, LaneVector{});
+    for (int64_t o = 0; o < a.outputs; ++o)
+      pool(o, chunk * kLaneChunk);
+  }
+}
+#endif
+
 template <class T> void maxPool(const KernelCall &c) {
   const auto &a = c.op.get<plan::WindowAttrs>();
   const float *x = c.in(0);
   const int32_t *window = c.inTable(1);
   float *y = c.out();
+#ifdef NETC_FAST_NAMESPACE
+  if (c.lanes)
+    return maxPoolLanes(c, a, x, window, y, nullptr, nullptr);
+#endif
 #pragma omp parallel for schedule(static)
   for (int64_t o = 0; o < a.outputs; ++o)
     for (int64_t b = 0; b < c.batch; ++b) {
@@ -81,6 +144,10 @@ template <class T> void maxPoolGrad(const KernelCall &c) {
   const float *dy = c.in(0), *x = c.in(1);
   const int32_t *window = c.inTable(2);
   float *dx = c.out();
+#ifdef NETC_FAST_NAMESPACE
+  if (c.lanes)
+    return maxPoolLanes(c, a, x, window, nullptr, dy, dx);
+#endif
   clearUnlessAccumulating(c, dx, a.inputs);
   splitBatch(c, [&](int64_t b0, int64_t b1) {
     for (int64_t o = 0; o < a.outputs; ++o)

@@ -115,6 +115,64 @@ TEST_P(Parity, EachOpMatchesItsReference) {
   RecordProperty("worst_ratio", std::to_string(worst));
 }
 
+/// Max pooling on ties: the forward value is the common maximum and the
+/// gradient goes to the first maximal real cell in window order (firstMaxCell),
+/// in the reference and in every fast table, whose lanes each decide alone.
+/// Sample b's values are b everywhere except one cell per window (b + 1 in
+/// odd samples), so ties and strict maxima alternate across the lanes.
+TEST(MaxPool, TiesGoToTheFirstMaximalCell) {
+  Compiled c = compileAndPlan("input X [16];\n"
+                              "hidden H [4, 4] linear from X all;\n"
+                              "hidden P [2, 2] from H max pool { InputShape = [4, 4]; KernelShape = [2, 2]; "
+                              "Stride = [2, 2]; }\n"
+                              "output O [2] from P all;\n");
+  const plan::Plan &plan = c.plan;
+  auto opOf = [&](plan::OpKind kind) {
+    for (size_t i = 0; i < plan.ops.size(); ++i)
+      if (plan.ops[i].kind == kind)
+        return i;
+    ADD_FAILURE() << "no " << plan::opName(kind);
+    return size_t{0};
+  };
+  const size_t pool = opOf(OpKind::MaxPool), grad = opOf(OpKind::MaxPoolGrad);
+  const int h = plan.ops[pool].in[0], dp = plan.ops[grad].in[0];
+  const int64_t batch = 19;
+  State state = randomState(plan, batch, 3);
+  std::vector<float> &values = state[static_cast<size_t>(h)];
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < 16; ++i) // cell (1, 1) of each window is the strict maximum in odd samples
+      values[static_cast<size_t>(b * 16 + i)] = float(b) + (b % 2 && (i / 4) % 2 && i % 2 ? 1.0f : 0.0f);
+  std::vector<float> &outputGradient = state[static_cast<size_t>(dp)];
+  for (size_t i = 0; i < outputGradient.size(); ++i)
+    outputGradient[i] = 1.0f + float(i);
+  Machine reference(plan, batch, {1, true, {}});
+  reference.restore(state);
+  reference.run(pool, pool + 1);
+  reference.run(grad, grad + 1);
+  const std::vector<float> dh = reference.read(plan.ops[grad].out[0]), dpValues = reference.read(dp),
+                           p = reference.read(plan.ops[pool].out[0]);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t row = i / 4, column = i % 4, window = row / 2 * 2 + column / 2;
+      const bool chosen = b % 2 ? row % 2 && column % 2 : row % 2 == 0 && column % 2 == 0;
+      EXPECT_EQ(dh[static_cast<size_t>(b * 16 + i)],
+                chosen ? dpValues[static_cast<size_t>(b * 4 + window)] : 0.0f)
+          << "sample " << b << " cell " << i;
+      if (chosen) {
+        EXPECT_EQ(p[static_cast<size_t>(b * 4 + window)], values[static_cast<size_t>(b * 16 + i)]);
+      }
+    }
+  for (std::string_view set : runtime::cpu::instructionSets()) {
+    SCOPED_TRACE(std::string(set));
+    Machine fast(plan, batch, runtime::BackendOptions{1, false, std::string(set)});
+    fast.restore(state);
+    fast.run(pool, pool + 1);
+    fast.run(grad, grad + 1);
+    EXPECT_TRUE(bitIdentical("pooled", fast.read(plan.ops[pool].out[0]), p));
+    EXPECT_TRUE(bitIdentical("gradient", fast.read(plan.ops[grad].out[0]), dh));
+  }
+}
+
 /// The whole training step on both tables from the same initial values;
 /// every float buffer (values, gradients, parameters after the update,
 /// parameter gradients, metrics) is compared at the end. Buffers are not
