@@ -89,10 +89,6 @@ private:
   std::vector<int> noGradient_;
 };
 
-std::string scratchName(const Plan &plan, const Op &forward) {
-  return plan.buffers[static_cast<size_t>(forward.out[0])].name + fmt::format(".grad{}", forward.bundle);
-}
-
 // ---- one backward definition per differentiable op (Ops.def) ----
 
 void backwardDense(const Op &f, int dy, GradientBuilder &g) {
@@ -108,13 +104,9 @@ void backwardSparse(const Op &f, int dy, GradientBuilder &g) {
 }
 
 void backwardConvolution(const Op &f, int dy, GradientBuilder &g) {
-  const std::string name = scratchName(g.plan(), f);
-  Op &weights = g.emit(OpKind::ConvolutionGradWeights, f, {dy, f.in[0], f.in[2], f.in[3]}, f.in[1]);
-  weights.scratch = convolutionScratch(g.plan(), name, f.get<ConvAttrs>());
-  if (g.needsGradient(f.in[0])) {
-    Op &input = g.emit(OpKind::ConvolutionGradInput, f, {dy, f.in[1], f.in[2], f.in[3]}, f.in[0]);
-    input.scratch = convolutionScratch(g.plan(), name + ".input", f.get<ConvAttrs>());
-  }
+  g.emit(OpKind::ConvolutionGradWeights, f, {dy, f.in[0], f.in[2], f.in[3]}, f.in[1]);
+  if (g.needsGradient(f.in[0]))
+    g.emit(OpKind::ConvolutionGradInput, f, {dy, f.in[1], f.in[2], f.in[3]}, f.in[0]);
 }
 
 void backwardMaxPool(const Op &f, int dy, GradientBuilder &g) {
@@ -149,18 +141,6 @@ const BackwardFunction kBackward[] = {
 };
 
 } // namespace
-
-std::vector<int> convolutionScratch(Plan &plan, const std::string &name, const ConvAttrs &a) {
-  Buffer columns;
-  columns.name = name + ".columns";
-  columns.role = BufferRole::Scratch;
-  columns.perSample = a.window * a.positions;
-  Buffer products;
-  products.name = name + ".products";
-  products.role = BufferRole::Scratch;
-  products.perSample = a.maps * a.positions;
-  return {plan.addBuffer(std::move(columns)), plan.addBuffer(std::move(products))};
-}
 
 void appendBackward(Plan &plan) {
   GradientBuilder builder(plan);

@@ -301,7 +301,6 @@ private:
                tableBuffer(name + ".scatter", std::move(t.scatter))};
       op.attrs = ConvAttrs{low.kernel, src.nodes,     layer.nodes, low.groups,
                            low.maps,   low.positions, low.window,  low.padded};
-      op.scratch = convolutionScratch(plan_, name, op.get<ConvAttrs>());
       break;
     }
     }

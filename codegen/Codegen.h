@@ -24,9 +24,6 @@ void appendBackward(Plan &plan);
 /// Assigns arena offsets to batch-scaled buffers by liveness (codegen/PlanMemory.cpp).
 void planMemory(Plan &plan, bool reuse);
 
-/// Scratch buffers of a convolution op: im2col columns and the products of one group.
-std::vector<int> convolutionScratch(Plan &plan, const std::string &name, const ConvAttrs &attrs);
-
 /// The plan as deterministic text (`netc compile --emit=plan`).
 std::string printPlan(const Plan &plan);
 

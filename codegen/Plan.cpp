@@ -29,7 +29,6 @@ std::string_view bufferRoleName(BufferRole role) {
   case BufferRole::Labels: return "labels";
   case BufferRole::Values: return "values";
   case BufferRole::Gradient: return "gradient";
-  case BufferRole::Scratch: return "scratch";
   case BufferRole::Parameter: return "parameter";
   case BufferRole::ParameterGrad: return "parameter-gradient";
   case BufferRole::OptimizerState: return "optimizer-state";

@@ -33,7 +33,6 @@ enum class BufferRole {
   Labels,         // class index or target value per sample [B]
   Values,         // a layer's pre-activation or output values [B × nodes]
   Gradient,       // a gradient of the loss with respect to layer values [B × nodes]
-  Scratch,        // temporary space of one op
   Parameter,      // trainable values
   ParameterGrad,  // their gradients
   OptimizerState, // per-parameter optimizer slots
@@ -101,8 +100,8 @@ using OpAttrs = std::variant<NoAttrs, SliceAttrs, DenseAttrs, SparseAttrs, ConvA
 
 struct Op {
   OpKind kind = OpKind::Dense;
-  std::vector<int> in, out, scratch; // buffer indices
-  bool accumulate = false;           // add into out[0] instead of overwriting it
+  std::vector<int> in, out; // buffer indices
+  bool accumulate = false;  // add into out[0] instead of overwriting it
   OpAttrs attrs;
   int layer = -1, bundle = -1; // where it comes from (-1: none)
   template <class T> const T &get() const { return std::get<T>(attrs); }

@@ -24,7 +24,7 @@ void planMemory(Plan &plan, bool reuse) {
   std::vector<Lifetime> life(n);
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const Op &op = plan.ops[i];
-    for (const std::vector<int> *list : {&op.in, &op.out, &op.scratch})
+    for (const std::vector<int> *list : {&op.in, &op.out})
       for (int b : *list) {
         Lifetime &l = life[static_cast<size_t>(b)];
         l.first = std::min(l.first, i);

@@ -100,8 +100,6 @@ std::string printPlan(const Plan &plan) {
     }
     out += fmt::format("  {}{}{} in=[{}] out=[{}]", opName(op.kind), attributes(op),
                        op.accumulate ? " accumulate" : "", names(plan, op.in), names(plan, op.out));
-    if (!op.scratch.empty())
-      out += fmt::format(" scratch=[{}]", names(plan, op.scratch));
     out += "\n";
   }
   return out;

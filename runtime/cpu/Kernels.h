@@ -42,7 +42,6 @@ struct KernelCall {
   [[gnu::always_inline]] const float *in(size_t i) const { return f(op.in[i]); }
   [[gnu::always_inline]] const int32_t *inTable(size_t i) const { return table(op.in[i]); }
   [[gnu::always_inline]] float *out(size_t i = 0) const { return f(op.out[i]); }
-  [[gnu::always_inline]] float *scratch(size_t i) const { return f(op.scratch[i]); }
   /// An update op's optimizer state arrays (out[1..]), null where absent.
   void optimizerState(float *(&state)[optim::kMaxStateSlots]) const {
     for (size_t s = 0; s < optim::kMaxStateSlots; ++s)

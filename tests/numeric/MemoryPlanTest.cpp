@@ -21,7 +21,7 @@ std::vector<Lifetime> lifetimes(const plan::Plan &plan) {
   std::vector<Lifetime> life(plan.buffers.size());
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const plan::Op &op = plan.ops[i];
-    for (const std::vector<int> *list : {&op.in, &op.out, &op.scratch})
+    for (const std::vector<int> *list : {&op.in, &op.out})
       for (int b : *list) {
         life[static_cast<size_t>(b)].first = std::min(life[static_cast<size_t>(b)].first, i);
         life[static_cast<size_t>(b)].last = std::max(life[static_cast<size_t>(b)].last, i);

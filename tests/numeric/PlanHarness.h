@@ -83,9 +83,9 @@ inline size_t elementsOf(const plan::Buffer &buffer, int64_t batch) {
 }
 
 /// Whether the tests treat `buffer` as float data to copy and compare
-/// (tables are int32; scratch contents are private to each kernel table).
+/// (tables are int32).
 inline bool isFloatData(const plan::Buffer &buffer) {
-  return buffer.type == plan::ElementType::F32 && buffer.role != plan::BufferRole::Scratch;
+  return buffer.type == plan::ElementType::F32;
 }
 
 /// Every float buffer's contents, by buffer index (empty for the others).
