@@ -227,6 +227,20 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   auto compiled = compileForData(netPath, options);
   if (!compiled)
     return input(compiled.message());
+  // Labels 0 and 1 only suggest a binary task, but an output layer of more
+  // than 2 nodes says the network classifies more classes (a slice of the
+  // data with two of them): without --task, train it as multiclass.
+  if (!compiled->network && compiled->outputSizeMismatch && s.task == Task::Unspecified &&
+      options.task == Task::Binary) {
+    CompileOptions multiclass = options;
+    multiclass.task = Task::Multiclass;
+    multiclass.classCount = std::max(trainSet.classCount, testSet ? testSet->classCount : 0);
+    auto again = compileForData(netPath, multiclass);
+    if (again && (again->network || again->outputSizeMismatch)) {
+      compiled = std::move(again);
+      options = multiclass;
+    }
+  }
   const std::string compileFailure =
       fmt::format("{} has errors (with {} features per sample from {}, task {})", netPath,
                   trainSet.featureCount, s.dataDir, taskText(options.task));

@@ -134,7 +134,9 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--validation", s.validationFraction,
                   "Fraction of the training data held out and evaluated after each epoch")
       ->capture_default_str();
-  cmd->add_option("--task", args->task, "multiclass, binary or regression (default: from the data's labels)")
+  cmd->add_option(
+         "--task", args->task,
+         "multiclass, binary or regression (default: from the data's labels and the output layer's size)")
       ->check(CLI::IsMember({"auto", "multiclass", "binary", "regression"}))
       ->capture_default_str();
   cmd->add_option("--hidden-nodes", s.hiddenNodes, "Size of 'hidden H auto' layers (Azure: 100)")
