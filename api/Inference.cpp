@@ -194,7 +194,7 @@ EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error)
     for (int64_t i = 0; i < set.count; ++i) {
       float label = set.labels[static_cast<size_t>(i)];
       if (label < 0 || label >= float(classes) || label != std::floor(label)) {
-        error = fmt::format("{}: label {} of sample {} is outside the network's {} classes", set.origin,
+        error = fmt::format("{}: label {} of sample {} is outside the network's {} classes", set.labelsOrigin,
                             label, i, classes);
         return {};
       }

@@ -87,7 +87,7 @@ Status checkLabels(const data::Dataset &data, const plan::Plan &plan, const std:
     if (label < 0 || label >= float(classes) || label != std::floor(label))
       return fail(fmt::format("{}: label {} of sample {} is outside the {} classes of output layer '{}' "
                               "(labels must be integers 0 to {}); check --task or the output size",
-                              data.origin, label, i, classes, outputName, classes - 1));
+                              data.labelsOrigin, label, i, classes, outputName, classes - 1));
   }
   return Status::success();
 }

@@ -91,6 +91,7 @@ bool allNumbers(const std::vector<Field> &fields) {
 Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const CsvOptions &options) {
   Dataset data;
   data.origin = name;
+  data.labelsOrigin = name;
   std::vector<Field> fields;
   size_t width = 0;
   int64_t widthLine = 0;

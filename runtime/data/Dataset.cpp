@@ -28,6 +28,7 @@ void computeLabelInfo(Dataset &data) {
 Dataset selectRows(const Dataset &data, std::span<const int64_t> indices) {
   Dataset out;
   out.origin = data.origin;
+  out.labelsOrigin = data.labelsOrigin;
   out.count = static_cast<int64_t>(indices.size());
   out.featureCount = data.featureCount;
   out.sampleShape = data.sampleShape;

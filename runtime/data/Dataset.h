@@ -16,6 +16,8 @@ namespace netc::data {
 struct Dataset {
   /// Where the samples came from (file paths), for messages.
   std::string origin;
+  /// Where the labels came from (the labels file for IDX; origin for CSV).
+  std::string labelsOrigin;
   /// Number of samples.
   int64_t count = 0;
   /// Features per sample (the product of sampleShape).

@@ -247,6 +247,7 @@ Expected<Dataset> loadIdx(const std::string &imagesPath, const std::string &labe
 
   Dataset data;
   data.origin = imagesPath;
+  data.labelsOrigin = labelsPath;
   data.count = images->dims[0];
   data.sampleShape.assign(images->dims.begin() + 1, images->dims.end());
   data.featureCount = 1;
