@@ -53,6 +53,47 @@ std::string metricsLine(const EpochReport &r) {
 
 } // namespace
 
+namespace {
+
+/// Before a resumed run appends to a metrics file, drops what the
+/// checkpoint's epoch does not include: the earlier run's "end" line and any
+/// epoch after the checkpoint's (resuming from best.safetensors, say), so
+/// the file reads as one run. Lines that are not netc's JSON are kept.
+Status trimMetricsForResume(const std::string &path, int64_t epochsDone) {
+  std::ifstream in(path);
+  if (!in)
+    return Status::success(); // nothing there yet
+  std::string kept, line;
+  bool changed = false;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool drop =
+        j.is_object() && j.contains("event") &&
+        (j["event"] == "end" || (j["event"] == "epoch" && j.contains("epoch") &&
+                                 j["epoch"].is_number_integer() && j["epoch"].get<int64_t>() > epochsDone));
+    changed = changed || drop;
+    if (!drop)
+      kept += line + "\n";
+  }
+  in.close();
+  if (!changed)
+    return Status::success();
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << kept;
+    if (!out.flush())
+      return fail(fmt::format("cannot write '{}': {}", temporary, std::strerror(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec)
+    return fail(fmt::format("cannot replace '{}': {}", path, ec.message()));
+  return Status::success();
+}
+
+} // namespace
+
 Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &train,
                  const data::Dataset *test, TrainOptions options)
     : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
@@ -106,9 +147,11 @@ Status Trainer::start(TrainObserver &observer) {
                               "another with --out / --metrics)",
                               path, std::strerror(errno)));
   }
-  if (!resuming)
-    for (const std::string &path : metricsPaths_)
+  for (const std::string &path : metricsPaths_)
+    if (!resuming)
       std::ofstream(path, std::ios::trunc);
+    else if (Status st = trimMetricsForResume(path, firstEpoch_); !st)
+      return st;
   if (!resuming)
     initializeParameters(plan_, backend_, options_.init);
   return Status::success();
