@@ -155,8 +155,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
     return usage(fmt::format("--threads must be 0 (all cores) or more, got {}", s.threads));
   if (!(s.initDiameter > 0) || !std::isfinite(s.initDiameter))
     return usage(fmt::format("--init-diameter must be positive, got {}", s.initDiameter));
-  if (!(s.validationFraction >= 0 && s.validationFraction < 1))
-    return usage(fmt::format("--validation must be in [0, 1), got {}", s.validationFraction));
+  if (s.validationFraction && !(*s.validationFraction >= 0 && *s.validationFraction < 1))
+    return usage(fmt::format("--validation must be in [0, 1), got {}", *s.validationFraction));
   auto optimizer = optim::parseOptimizer(s.optimizer);
   if (!optimizer)
     return usage(
@@ -195,19 +195,31 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   // A resumed run without --seed continues with its checkpoint's seed: the
   // validation split and the shuffling must be those of the first run (a
   // checkpoint that cannot be read is refused by the trainer below).
+  // The same holds for the validation fraction: a resumed run keeps its own,
+  // and another one given with --resume is refused.
   std::optional<uint64_t> givenSeed = s.seed;
-  if (!givenSeed && !s.resume.empty())
-    if (auto checkpoint = train::readSafetensors(s.resume))
-      if (auto shuffle = checkpoint->metadataString("shuffle"))
+  double validationFraction = s.validationFraction.value_or(0);
+  if (!s.resume.empty())
+    if (auto checkpoint = train::readSafetensors(s.resume)) {
+      if (auto shuffle = checkpoint->metadataString("shuffle"); shuffle && !givenSeed)
         if (auto state = data::ShuffleState::fromJson(*shuffle))
           givenSeed = state->seed;
+      auto heldText = checkpoint->metadataString("validation"); // absent: no split
+      const double held = heldText ? std::strtod(heldText->c_str(), nullptr) : 0.0;
+      if (!s.validationFraction)
+        validationFraction = held;
+      else if (*s.validationFraction != held)
+        return usage(fmt::format("--validation {} differs from the {} held out by the run in {}; drop "
+                                 "--validation or pass --validation {}",
+                                 *s.validationFraction, held, s.resume, held));
+    }
   const uint64_t seed = givenSeed ? *givenSeed
                                   : std::random_device{}() ^
                                         uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
   result.seed = seed;
   std::optional<data::Dataset> validation;
-  if (s.validationFraction > 0) {
-    auto split = data::splitValidation(trainSet, s.validationFraction, seed);
+  if (validationFraction > 0) {
+    auto split = data::splitValidation(trainSet, validationFraction, seed);
     if (!split)
       return usage("--validation: " + split.message());
     trainSet = std::move(split->train);
@@ -321,6 +333,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   t.info.extra["input_shape"] = nlohmann::json(trainSet.sampleShape).dump();
   t.info.extra["classes"] = std::to_string(options.classCount.value_or(0));
   t.info.extra["hidden_nodes"] = std::to_string(s.hiddenNodes);
+  t.info.extra["validation"] = fmt::format("{:.17g}", validationFraction);
   result.outDir = t.outDir;
   result.trainSamples = trainSet.count;
   const data::Dataset *evalSet = validation ? &*validation : testSet ? &*testSet : nullptr;

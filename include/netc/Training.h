@@ -46,7 +46,9 @@ struct TrainSettings {
   int threads = 0;                  ///< 0: all cores
   std::string normalize = "minmax"; ///< minmax, gaussian, none
   bool shuffle = true;
-  double validationFraction = 0; ///< held out of training, evaluated each epoch when no test set
+  /// Held out of training, evaluated each epoch when no test set; unset: 0,
+  /// or a resumed run's own fraction (kept in its checkpoint).
+  std::optional<double> validationFraction;
   std::string outDir;            ///< default runs/<network name>
   std::string metricsFile;       ///< extra JSON-lines metrics file
   std::string resume;            ///< checkpoint to continue from

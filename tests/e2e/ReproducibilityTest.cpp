@@ -242,9 +242,10 @@ TEST(ResumeSensitivity, LosingTheMomentumChangesTheResult) {
 }
 
 TEST(ResumeWithoutSeed, ContinuesWithTheCheckpointsSeedAndValidationSplit) {
-  // `netc train --resume` without --seed: the run must continue with the
-  // checkpoint's seed -- the same shuffling and, with --validation, the same
-  // held-out samples (a fresh seed would train on the validation samples).
+  // `netc train --resume` without --seed or --validation: the run must
+  // continue with the checkpoint's seed and validation fraction -- the same
+  // shuffling and the same held-out samples (a fresh seed, or no split, would
+  // train on the validation samples).
   TempFolder tmp;
   auto settings = [&](const std::string &out, int64_t epochs) {
     TrainSettings s = quickSettings(out, 11);
@@ -258,6 +259,7 @@ TEST(ResumeWithoutSeed, ContinuesWithTheCheckpointsSeedAndValidationSplit) {
   ASSERT_TRUE(first.ok()) << describe(first);
   TrainSettings rest = settings(tmp.file("resumed"), 3);
   rest.seed.reset();
+  rest.validationFraction.reset();
   rest.resume = tmp.file("resumed/last.safetensors");
   TrainResult second = trainNetwork(seedNet(), rest);
   ASSERT_TRUE(second.ok()) << describe(second);
@@ -270,6 +272,29 @@ TEST(ResumeWithoutSeed, ContinuesWithTheCheckpointsSeedAndValidationSplit) {
   const Checkpoint r = readCheckpoint(tmp.file("resumed/last.safetensors"));
   EXPECT_EQ(compareTensors(s, r), "");
   EXPECT_EQ(metadataDifferences(s, r), "");
+}
+
+TEST(ResumeRefusal, AnotherValidationFractionIsRefused) {
+  // The held-out samples are part of the run: resuming with another
+  // --validation would train on some of them. Refused as a usage error that
+  // names both fractions; nothing is written.
+  TempFolder tmp;
+  TrainSettings s = quickSettings(tmp.file("run"), 3);
+  s.epochs = 1;
+  s.validationFraction = 0.2;
+  TrainResult first = trainNetwork(seedNet(), s);
+  ASSERT_TRUE(first.ok()) << describe(first);
+  const std::string before = readText(tmp.file("run/last.safetensors"));
+  TrainSettings rest = s;
+  rest.epochs = 2;
+  rest.validationFraction = 0.1;
+  rest.resume = tmp.file("run/last.safetensors");
+  TrainResult second = trainNetwork(seedNet(), rest);
+  EXPECT_EQ(second.failure, FailureKind::Usage);
+  EXPECT_NE(second.error.find("--validation 0.1 differs from the 0.2 held out by the run in"),
+            std::string::npos)
+      << second.error;
+  EXPECT_EQ(readText(tmp.file("run/last.safetensors")), before);
 }
 
 TEST(ResumeRefusal, CheckpointOfAnotherOptimizerIsRefused) {

@@ -132,8 +132,8 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_flag("!--no-shuffle", s.shuffle, "Keep the data in file order (Azure: shuffle)");
   cmd->add_option("--validation", s.validationFraction,
-                  "Fraction of the training data held out and evaluated after each epoch")
-      ->capture_default_str();
+                  "Fraction of the training data held out and evaluated after each epoch (default 0; with "
+                  "--resume, the run's own)");
   cmd->add_option(
          "--task", args->task,
          "multiclass, binary or regression (default: from the data's labels and the output layer's size)")
