@@ -253,9 +253,10 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
       options = multiclass;
     }
   }
-  const std::string compileFailure =
-      fmt::format("{} has errors (with {} features per sample from {}, task {})", netPath,
-                  trainSet.featureCount, s.dataDir, taskText(options.task));
+  const std::string compileFailure = fmt::format(
+      "{} has errors (with {} features per sample{} from {}, task {})", netPath, trainSet.featureCount,
+      trainSet.sampleShape.size() > 1 ? " (" + shapeText(trainSet.sampleShape) + " images)" : "", s.dataDir,
+      taskText(options.task));
   // The labels' class count sizes an `auto` output layer. An output layer of
   // a given size may have more classes than the data shows (a slice holding
   // some digits only), so when the compiler finds the sizes differ, compile
