@@ -120,6 +120,29 @@ struct ConvTables {
   }
   /// Map m's weight row for group u (bias first, D4).
   int64_t kernelRow(int64_t m, int64_t u) const { return (m * a.groups + u) * (1 + a.window); }
+  /// rows[k] = the row of cell (u, p, k) in `values`, null for a dummy cell.
+  template <class T> void cellRows(int64_t u, int64_t p, T *values, T **rows) const {
+    for (int64_t k = 0; k < a.window; ++k) {
+      const int32_t node = cell(u, p, k);
+      rows[k] = node >= 0 ? values + node * lanes : nullptr;
+    }
+  }
+  /// Calls run(size, kernel, rows) for each balanced tile of maps at (u, p):
+  /// kernel[j] is the weight row of the tile's map j in `weights`, rows[j]
+  /// its output row in `values` (the outputs, or their gradients).
+  template <class T, class Run>
+  void forEachMapTile(const float *weights, int64_t u, int64_t p, T *values, Run run) const {
+    const float *kernel[kMapTile];
+    T *rows[kMapTile];
+    for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
+      const Tile tile = tileOf(i, a.maps, kMapTile);
+      for (int64_t j = 0; j < tile.size; ++j) {
+        kernel[j] = weights + kernelRow(tile.first + j, u);
+        rows[j] = values + output(tile.first + j, u, p) * lanes;
+      }
+      run(tile.size, kernel, rows);
+    }
+  }
 };
 
 /// One weight-gradient tile: maps [m0, m0 + Maps) × cells [k0, k0 + Cells)
@@ -318,23 +341,13 @@ void Convolution(const KernelCall &c) {
 #pragma omp parallel
   {
     std::unique_ptr<const float *[]> rows(new const float *[static_cast<size_t>(a.window)]);
-    const float *kernel[kMapTile];
-    float *out[kMapTile];
 #pragma omp for schedule(static) collapse(2)
     for (int64_t u = 0; u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
-        for (int64_t k = 0; k < a.window; ++k) {
-          const int32_t node = t.cell(u, p, k);
-          rows[k] = node >= 0 ? x + node * c.lanes : nullptr;
-        }
-        for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
-          const Tile tile = tileOf(i, a.maps, kMapTile);
-          for (int64_t j = 0; j < tile.size; ++j) {
-            kernel[j] = w + t.kernelRow(tile.first + j, u);
-            out[j] = y + t.output(tile.first + j, u, p) * c.lanes;
-          }
-          convolveTiles[tile.size](rows.get(), a.window, kernel, out, chunks, c.op.accumulate);
-        }
+        t.cellRows(u, p, x, rows.get());
+        t.forEachMapTile(w, u, p, y, [&](int64_t maps, const float *const *kernel, float *const *out) {
+          convolveTiles[maps](rows.get(), a.window, kernel, out, chunks, c.op.accumulate);
+        });
       }
   }
 }
@@ -392,21 +405,12 @@ void ConvolutionGradInput(const KernelCall &c) {
         std::memset(dx + i * c.lanes + b0, 0,
                     static_cast<size_t>(std::max<int64_t>(b1 - b0, 0)) * sizeof(float));
     std::unique_ptr<float *[]> rows(new float *[static_cast<size_t>(a.window)]);
-    const float *kernel[kMapTile], *g[kMapTile];
     for (int64_t u = 0; b0 < b1 && u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
-        for (int64_t k = 0; k < a.window; ++k) {
-          const int32_t node = t.cell(u, p, k);
-          rows[k] = node >= 0 ? dx + node * c.lanes : nullptr;
-        }
-        for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
-          const Tile tile = tileOf(i, a.maps, kMapTile);
-          for (int64_t j = 0; j < tile.size; ++j) {
-            kernel[j] = w + t.kernelRow(tile.first + j, u);
-            g[j] = dy + t.output(tile.first + j, u, p) * c.lanes;
-          }
-          convolveBackTiles[tile.size](rows.get(), a.window, kernel, g, b0, b1);
-        }
+        t.cellRows(u, p, dx, rows.get());
+        t.forEachMapTile(w, u, p, dy, [&](int64_t maps, const float *const *kernel, const float *const *g) {
+          convolveBackTiles[maps](rows.get(), a.window, kernel, g, b0, b1);
+        });
       }
   }
 }
