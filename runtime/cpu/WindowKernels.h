@@ -107,14 +107,20 @@ inline void maxPoolLanes(const KernelCall &c, const plan::WindowAttrs &a, const 
         pool(o, chunk * kLaneChunk);
     return;
   }
-  // Windows may overlap: threads split the chunks, outputs go in order.
-#pragma omp parallel for schedule(static)
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    if (!c.op.accumulate)
+  // Windows may overlap: each thread takes a range of whole chunks, and
+  // within it goes output by output (a row's chunks are consecutive memory).
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    const int64_t per = (chunks + threads - 1) / threads;
+    const int64_t first = std::min(chunks, thread * per), last = std::min(chunks, first + per);
+    if (!c.op.accumulate && first < last)
       for (int64_t i = 0; i < a.inputs; ++i)
-        storeLanes(dx + i * c.lanes + chunk * kLaneChunk, LaneVector{});
+        std::memset(dx + i * c.lanes + first * kLaneChunk, 0,
+                    static_cast<size_t>((last - first) * kLaneChunk) * sizeof(float));
     for (int64_t o = 0; o < a.outputs; ++o)
-      pool(o, chunk * kLaneChunk);
+      for (int64_t chunk = first; chunk < last; ++chunk)
+        pool(o, chunk * kLaneChunk);
   }
 }
 #endif
