@@ -62,5 +62,6 @@ void addTrainCommand(CLI::App &app, int &exitCode);
 void addEvalCommand(CLI::App &app, int &exitCode);
 void addPredictCommand(CLI::App &app, int &exitCode);
 void addBenchCommand(CLI::App &app, int &exitCode);
+void addLspCommand(CLI::App &app, int &exitCode);
 
 } // namespace netc::cli

@@ -16,6 +16,7 @@ int main(int argc, char **argv) {
   netc::cli::addEvalCommand(app, exitCode);
   netc::cli::addPredictCommand(app, exitCode);
   netc::cli::addBenchCommand(app, exitCode);
+  netc::cli::addLspCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

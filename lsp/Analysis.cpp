@@ -1,0 +1,273 @@
+// Analysis.cpp -- one document's compilation and name index (Analysis.h),
+// and the hover texts: a layer's kind, shape, nodes, function (and whether it
+// is the default), parameters and FLOPs; a bundle's geometry; a const's value.
+#include "lsp/Analysis.h"
+
+#include "frontend/ConstEvaluator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace netc::lsp {
+
+namespace {
+
+bool contains(SourceRange range, uint32_t offset) {
+  return offset >= range.begin && offset <= range.end && !range.empty();
+}
+
+std::string list(const std::vector<int64_t> &values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    out += fmt::format("{}{}", i ? ", " : "", values[i]);
+  return out + "]";
+}
+
+/// 31265 -> "31,265".
+std::string grouped(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+template <class Get> std::string perDim(const ir::Geometry &g, Get get) {
+  std::vector<int64_t> values;
+  for (const ir::DimGeometry &d : g.dims)
+    values.push_back(get(d));
+  return list(values);
+}
+
+} // namespace
+
+Analysis::Analysis(std::string name, std::string text) {
+  compilation_ = compileSource(SourceFile(std::move(name), std::move(text)), CompileOptions{});
+  index();
+}
+
+void Analysis::indexExpr(const ast::Expr &expr, const std::vector<std::string> &parameters) {
+  if ((expr.kind == ast::ExprKind::Name || expr.kind == ast::ExprKind::Index ||
+       expr.kind == ast::ExprKind::Call) &&
+      !expr.text.empty()) {
+    const bool parameter = std::find(parameters.begin(), parameters.end(), expr.text) != parameters.end();
+    if (parameter || expr.kind != ast::ExprKind::Call)
+      uses_.push_back(
+          {parameter ? NameKind::Parameter : NameKind::Const, expr.text, expr.nameRange, false, -1});
+  }
+  for (const ast::ExprPtr &operand : expr.operands)
+    if (operand)
+      indexExpr(*operand, parameters);
+}
+
+void Analysis::index() {
+  const ast::Program &program = compilation_->parse.program;
+  auto declare = [&](NameKind kind, const ast::Identifier &name, SourceRange full) {
+    declarations_.push_back({kind, name.text, name.range, full, nullptr, nullptr});
+    uses_.push_back({kind, name.text, name.range, true, static_cast<int>(declarations_.size() - 1)});
+    return &declarations_.back();
+  };
+  // Declarations first (consts and layers may be used before they are written).
+  for (const ast::Statement &statement : program.statements) {
+    if (const auto *c = std::get_if<ast::ConstDecl>(&statement))
+      for (const ast::ConstItem &item : c->items)
+        if (item.name.present())
+          declare(NameKind::Const, item.name, item.range)->constant = &item;
+    if (const auto *g = std::get_if<ast::LayerGroup>(&statement))
+      for (const ast::LayerDecl &layer : g->layers)
+        if (layer.name.present())
+          declare(NameKind::Layer, layer.name, layer.range)->layer = &layer;
+  }
+  auto layerUse = [&](const ast::Identifier &id) {
+    if (id.present())
+      uses_.push_back({NameKind::Layer, id.text, id.range, false, -1});
+  };
+  auto attributes = [&](const std::vector<ast::Attribute> &list, const std::vector<std::string> &parameters) {
+    for (const ast::Attribute &a : list) {
+      if (a.name.present())
+        attributes_.push_back({a.name.text, a.name.range});
+      if (a.value)
+        indexExpr(*a.value, parameters);
+    }
+  };
+  for (const ast::Statement &statement : program.statements) {
+    if (const auto *c = std::get_if<ast::ConstDecl>(&statement))
+      for (const ast::ConstItem &item : c->items)
+        if (item.value)
+          indexExpr(*item.value, {});
+    if (const auto *s = std::get_if<ast::ShareDecl>(&statement))
+      for (const ast::ShareItem &item : s->items) {
+        if (item.form != ast::ShareItem::Form::Bias)
+          layerUse(item.first);
+        layerUse(item.second);
+      }
+    const auto *g = std::get_if<ast::LayerGroup>(&statement);
+    if (!g)
+      continue;
+    for (const ast::LayerDecl &layer : g->layers) {
+      for (const ast::ExprPtr &dim : layer.shape.dims)
+        if (dim)
+          indexExpr(*dim, {});
+      attributes(layer.layerAttributes, {});
+      for (const ast::BundleDecl &bundle : layer.bundles) {
+        layerUse(bundle.source);
+        std::vector<std::string> parameters;
+        if (bundle.lambda) {
+          for (const ast::Identifier *p : {&bundle.lambda->src, &bundle.lambda->dst})
+            if (p->present()) {
+              declare(NameKind::Parameter, *p, bundle.lambda->range);
+              parameters.push_back(p->text);
+            }
+          if (bundle.lambda->body)
+            indexExpr(*bundle.lambda->body, parameters);
+        }
+        attributes(bundle.attributes, {});
+      }
+    }
+  }
+  // Resolve references: a parameter to the lambda around it, others by name.
+  for (NameUse &use : uses_) {
+    if (use.definition)
+      continue;
+    for (size_t d = 0; d < declarations_.size(); ++d) {
+      const Declaration &decl = declarations_[d];
+      if (decl.kind != use.kind || decl.name != use.name)
+        continue;
+      if (decl.kind == NameKind::Parameter && !contains(decl.fullRange, use.range.begin))
+        continue;
+      use.declaration = static_cast<int>(d);
+      break;
+    }
+  }
+  std::sort(uses_.begin(), uses_.end(),
+            [](const NameUse &a, const NameUse &b) { return a.range.begin < b.range.begin; });
+}
+
+const NameUse *Analysis::useAt(uint32_t offset) const {
+  for (const NameUse &use : uses_)
+    if (contains(use.range, offset))
+      return &use;
+  return nullptr;
+}
+
+std::vector<const NameUse *> Analysis::usesOf(int index) const {
+  std::vector<const NameUse *> out;
+  for (const NameUse &use : uses_)
+    if (use.declaration == index)
+      out.push_back(&use);
+  std::stable_partition(out.begin(), out.end(), [](const NameUse *u) { return u->definition; });
+  return out;
+}
+
+const ir::Layer *Analysis::irLayer(const Declaration &d) const {
+  const ir::Network &net = compilation_->network;
+  const int index = net.findLayer(d.name);
+  if (index < 0)
+    return nullptr;
+  const ir::Layer &layer = net.layers[static_cast<size_t>(index)];
+  return layer.nameRange == d.nameRange ? &layer : nullptr;
+}
+
+std::string Analysis::describeLayer(const ir::Layer &layer) const {
+  const ir::Network &net = compilation_->network;
+  std::string shape =
+      layer.nodes > 0 ? list(layer.shape) : (layer.shapeAuto ? "auto (not inferred)" : "invalid");
+  std::string out = fmt::format("**{}** layer `{}` {}", ir::layerKindName(layer.kind), layer.name, shape);
+  if (layer.shapeAuto && layer.nodes > 0)
+    out += " (inferred from `auto`)";
+  out += "\n\n";
+  out += fmt::format("- nodes: {}\n", grouped(layer.nodes));
+  if (layer.kind != ir::LayerKind::Input && layer.function)
+    out += fmt::format("- function: {}{}\n", ir::activationName(*layer.function),
+                       layer.functionIsDefault ? " (the default)" : "");
+  if (layer.kind != ir::LayerKind::Input) {
+    out += fmt::format("- parameters: {}\n", grouped(layer.params));
+    out += fmt::format("- FLOPs: {} per sample\n", grouped(layer.flops));
+  }
+  for (const ir::Bundle &b : layer.bundles)
+    out += fmt::format("- from `{}`: {}\n", b.sourceName, ir::bundleKindName(b.kind));
+  (void)net;
+  return out;
+}
+
+std::string Analysis::describeBundle(const ir::Layer &layer, const ir::Bundle &bundle) const {
+  std::string out = fmt::format("**{}** bundle from `{}` to `{}`\n\n", ir::bundleKindName(bundle.kind),
+                                bundle.sourceName, layer.name);
+  if (ir::bundleIsGeometric(bundle.kind) && bundle.valid && !bundle.geometry.dims.empty()) {
+    const ir::Geometry &g = bundle.geometry;
+    out += fmt::format("- InputShape: {}\n", perDim(g, [](const ir::DimGeometry &d) { return d.input; }));
+    out += fmt::format("- KernelShape: {}\n", perDim(g, [](const ir::DimGeometry &d) { return d.kernel; }));
+    out += fmt::format("- Stride: {}\n", perDim(g, [](const ir::DimGeometry &d) { return d.stride; }));
+    out +=
+        fmt::format("- N per dimension: {}\n", perDim(g, [](const ir::DimGeometry &d) { return d.count; }));
+    out += fmt::format("- padding (lower, upper): {}, {}\n",
+                       perDim(g, [](const ir::DimGeometry &d) { return d.lowerPad; }),
+                       perDim(g, [](const ir::DimGeometry &d) { return d.upperPad; }));
+    if (bundle.kind == ir::BundleKind::Convolve) {
+      out += fmt::format("- MapCount: {} ({} maps)\n",
+                         perDim(g, [](const ir::DimGeometry &d) { return d.maps; }), g.maps);
+      std::string sharing = "[";
+      for (size_t i = 0; i < g.dims.size(); ++i)
+        sharing += fmt::format("{}{}", i ? ", " : "", g.dims[i].sharing ? "true" : "false");
+      out += fmt::format("- Sharing: {}]\n- kernels: {} of {} weights\n", sharing, grouped(g.kernels),
+                         grouped(g.kernelSize));
+    }
+    out += fmt::format("- outputs: {}\n", grouped(g.outputNodes));
+  }
+  if (bundle.kind == ir::BundleKind::Where || bundle.kind == ir::BundleKind::All)
+    out += fmt::format("- connections: {}\n", grouped(bundle.edges));
+  if (bundle.lowering.lowered)
+    out += fmt::format("- kernel: {}\n", ir::kernelKindName(bundle.lowering.kernel));
+  out += fmt::format("- parameters: {}\n- FLOPs: {} per sample\n", grouped(bundle.params),
+                     grouped(bundle.flops));
+  return out;
+}
+
+std::optional<std::pair<std::string, SourceRange>> Analysis::hover(uint32_t offset) const {
+  const ir::Network &net = compilation_->network;
+  if (const NameUse *use = useAt(offset)) {
+    if (use->declaration < 0)
+      return std::make_pair(fmt::format("`{}`: not declared", use->name), use->range);
+    const Declaration &d = declarations_[static_cast<size_t>(use->declaration)];
+    if (d.kind == NameKind::Layer)
+      if (const ir::Layer *layer = irLayer(d))
+        return std::make_pair(describeLayer(*layer), use->range);
+    if (d.kind == NameKind::Const && d.constant) {
+      DiagnosticEngine quiet;
+      ConstEvaluator consts(quiet);
+      for (const ast::Statement &statement : compilation_->parse.program.statements)
+        if (const auto *c = std::get_if<ast::ConstDecl>(&statement))
+          for (const ast::ConstItem &item : c->items)
+            if (item.name.present() && !consts.isDeclared(item.name.text))
+              consts.declare(item);
+      const Value value = consts.valueOf(d.name, use->range);
+      return std::make_pair(fmt::format("**const** `{}` = {}{}", d.name,
+                                        value.isError() ? "(invalid)" : value.toString(),
+                                        value.isError() ? "" : " (" + describeType(value.type) + ")"),
+                            use->range);
+    }
+    if (d.kind == NameKind::Parameter)
+      return std::make_pair(
+          fmt::format(
+              "`{}`: a parameter of the `where` predicate, the coordinates of a source or destination node",
+              d.name),
+          use->range);
+  }
+  // A bundle: its kind keyword or anywhere in it that is not a name.
+  for (const ir::Layer &layer : net.layers)
+    for (const ir::Bundle &bundle : layer.bundles)
+      if (contains(bundle.kindRange, offset) || contains(bundle.range, offset))
+        return std::make_pair(describeBundle(layer, bundle),
+                              bundle.kindRange.empty() ? bundle.range : bundle.kindRange);
+  // A layer's function or shape.
+  for (const ir::Layer &layer : net.layers)
+    if (contains(layer.functionRange, offset) || contains(layer.shapeRange, offset))
+      return std::make_pair(describeLayer(layer),
+                            contains(layer.functionRange, offset) ? layer.functionRange : layer.shapeRange);
+  return std::nullopt;
+}
+
+} // namespace netc::lsp

@@ -1,0 +1,721 @@
+// Server.cpp -- LSP dispatch (Server.h): lifecycle and protocol errors,
+// incremental document sync, debounced diagnostics from the same
+// compilation as `netc check` (notes as related information, fix-its as code
+// actions), hover, definition, references, rename, completion in context,
+// document symbols, formatting (`netc fmt`), inlay hints and semantic tokens.
+// Positions are 0-based lines and UTF-16 columns, as the protocol says.
+#include "lsp/Server.h"
+
+#include "frontend/Formatter.h"
+#include "frontend/Parser.h"
+#include "lsp/Transport.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace netc::lsp {
+
+using nlohmann::json;
+
+namespace {
+
+// Semantic token types, in the order of the legend sent at initialize.
+enum TokenType {
+  kKeyword,
+  kFunction,
+  kClass,
+  kVariable,
+  kParameter,
+  kProperty,
+  kNumber,
+  kComment,
+  kOperator
+};
+const char *const kTokenTypes[] = {"keyword",  "function", "class",   "variable", "parameter",
+                                   "property", "number",   "comment", "operator"};
+
+/// LSP SymbolKind values used here.
+constexpr int kSymbolClass = 5, kSymbolConstant = 14, kSymbolObject = 19;
+/// LSP CompletionItemKind values used here.
+constexpr int kCompletionKeyword = 14, kCompletionFunction = 3, kCompletionClass = 7,
+              kCompletionProperty = 10, kCompletionConstant = 21, kCompletionSnippet = 15;
+
+int severityCode(Severity s) {
+  return s == Severity::Error ? 1 : s == Severity::Warning ? 2 : 3;
+}
+
+bool isIdentifier(const std::string &name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+    return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+const json &member(const json &object, const char *key) {
+  if (!object.is_object() || !object.contains(key))
+    throw std::invalid_argument(fmt::format("missing '{}'", key));
+  return object.at(key);
+}
+
+} // namespace
+
+// ---- plumbing ----
+
+void Server::respond(const json &id, json result) {
+  send_({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+}
+
+void Server::respondError(const json &id, int code, const std::string &message) {
+  send_({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
+}
+
+void Server::log(const std::string &message, int type) {
+  send_({{"jsonrpc", "2.0"},
+         {"method", "window/logMessage"},
+         {"params", {{"type", type}, {"message", message}}}});
+}
+
+void Server::reportMalformed(const std::string &problem) {
+  respondError(nullptr, kParseError, "malformed message: " + problem);
+}
+
+void Server::handleText(const std::string &body) {
+  json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded()) {
+    respondError(nullptr, kParseError, "the message is not valid JSON");
+    return;
+  }
+  handle(message);
+}
+
+void Server::handle(const json &message) {
+  if (!message.is_object() || message.value("jsonrpc", json()) != "2.0") {
+    respondError(message.is_object() && message.contains("id") ? message["id"] : json(), kInvalidRequest,
+                 "expected a JSON-RPC 2.0 object");
+    return;
+  }
+  const bool hasId = message.contains("id");
+  if (!message.contains("method")) {
+    if (!hasId)
+      respondError(nullptr, kInvalidRequest, "a message needs a method or an id");
+    return; // a response to a request of ours: none are sent that expect one
+  }
+  if (!message["method"].is_string()) {
+    respondError(hasId ? message["id"] : json(), kInvalidRequest, "'method' must be a string");
+    return;
+  }
+  const std::string method = message["method"];
+  const json params = message.value("params", json::object());
+  if (hasId) {
+    const json &id = message["id"];
+    if (!id.is_number_integer() && !id.is_string()) {
+      respondError(nullptr, kInvalidRequest, "'id' must be an integer or a string");
+      return;
+    }
+    request(id, method, params);
+  } else {
+    notification(method, params);
+  }
+}
+
+const std::string &Server::uriOf(const json &params) const {
+  const json &uri = member(member(params, "textDocument"), "uri");
+  if (!uri.is_string())
+    throw std::invalid_argument("'textDocument.uri' must be a string");
+  return uri.get_ref<const std::string &>();
+}
+
+const Analysis &Server::analysisOf(const std::string &uri) {
+  const Document *doc = documents_.find(uri);
+  if (!doc)
+    throw ProtocolError{kInvalidParams, fmt::format("document '{}' is not open", uri)};
+  Cached &c = cache_[uri];
+  if (!c.analysis || c.version != doc->version || c.text != doc->text) {
+    std::string name = uri;
+    if (name.rfind("file://", 0) == 0)
+      name = name.substr(7);
+    c.analysis = std::make_unique<Analysis>(name, doc->text);
+    c.version = doc->version;
+    c.text = doc->text;
+  }
+  return *c.analysis;
+}
+
+uint32_t Server::offsetAt(const Analysis &a, const json &params) const {
+  const json &position = member(params, "position");
+  const json &line = member(position, "line"), &character = member(position, "character");
+  if (!line.is_number_integer() || !character.is_number_integer() || line.get<int64_t>() < 0 ||
+      character.get<int64_t>() < 0)
+    throw std::invalid_argument("'position' needs non-negative integer 'line' and 'character'");
+  return offsetOf(a.file().text(), Position{line.get<int64_t>(), character.get<int64_t>()});
+}
+
+json Server::rangeJson(const SourceFile &file, SourceRange range) const {
+  const Position start = positionOf(file, range.begin),
+                 end = positionOf(file, std::max(range.begin, range.end));
+  return {{"start", {{"line", start.line}, {"character", start.character}}},
+          {"end", {{"line", end.line}, {"character", end.character}}}};
+}
+
+void Server::publish(const std::string &uri) {
+  const Document *doc = documents_.find(uri);
+  if (!doc)
+    return;
+  const Analysis &a = analysisOf(uri);
+  json diagnostics = json::array();
+  for (const Diagnostic &d : a.compilation().diags.sorted()) {
+    json item = {{"range", rangeJson(a.file(), d.range)},
+                 {"severity", severityCode(d.severity)},
+                 {"code", std::string(d.code())},
+                 {"source", "netc"},
+                 {"message", d.message}};
+    if (!d.notes.empty()) {
+      json related = json::array();
+      for (const DiagNote &note : d.notes)
+        related.push_back({{"location", {{"uri", uri}, {"range", rangeJson(a.file(), note.range)}}},
+                           {"message", note.message}});
+      item["relatedInformation"] = std::move(related);
+    }
+    diagnostics.push_back(std::move(item));
+  }
+  send_({{"jsonrpc", "2.0"},
+         {"method", "textDocument/publishDiagnostics"},
+         {"params", {{"uri", uri}, {"version", doc->version}, {"diagnostics", std::move(diagnostics)}}}});
+}
+
+bool Server::idle() {
+  if (dirty_.empty())
+    return false;
+  std::set<std::string> uris;
+  uris.swap(dirty_);
+  for (const std::string &uri : uris)
+    publish(uri);
+  return true;
+}
+
+// ---- dispatch ----
+
+void Server::request(const json &id, const std::string &method, const json &params) {
+  if (shutdown_) {
+    respondError(id, kInvalidRequest, "the server is shutting down");
+    return;
+  }
+  if (!initialized_ && method != "initialize") {
+    respondError(id, kServerNotInitialized, "the server has not been initialized");
+    return;
+  }
+  try {
+    if (method == "initialize") {
+      if (initialized_)
+        throw ProtocolError{kInvalidRequest, "the server is already initialized"};
+      respond(id, initialize(params));
+      initialized_ = true;
+    } else if (method == "shutdown") {
+      shutdown_ = true;
+      respond(id, nullptr);
+    } else if (method == "textDocument/hover") {
+      respond(id, hover(params));
+    } else if (method == "textDocument/definition") {
+      respond(id, definition(params));
+    } else if (method == "textDocument/references") {
+      respond(id, references(params));
+    } else if (method == "textDocument/prepareRename") {
+      respond(id, prepareRename(params));
+    } else if (method == "textDocument/rename") {
+      respond(id, rename(params));
+    } else if (method == "textDocument/completion") {
+      respond(id, completion(params));
+    } else if (method == "textDocument/documentSymbol") {
+      respond(id, documentSymbols(params));
+    } else if (method == "textDocument/formatting") {
+      respond(id, formatting(params));
+    } else if (method == "textDocument/inlayHint") {
+      respond(id, inlayHints(params));
+    } else if (method == "textDocument/semanticTokens/full") {
+      respond(id, semanticTokens(params));
+    } else if (method == "textDocument/codeAction") {
+      respond(id, codeActions(params));
+    } else {
+      respondError(id, kMethodNotFound, fmt::format("unknown method '{}'", method));
+    }
+  } catch (const ProtocolError &e) {
+    respondError(id, e.code, e.message);
+  } catch (const std::invalid_argument &e) {
+    respondError(id, kInvalidParams, fmt::format("invalid params for '{}': {}", method, e.what()));
+  } catch (const json::exception &e) {
+    respondError(id, kInvalidParams, fmt::format("invalid params for '{}': {}", method, e.what()));
+  }
+}
+
+void Server::notification(const std::string &method, const json &params) {
+  if (method == "exit") {
+    exited_ = true;
+    return;
+  }
+  if (!initialized_ || shutdown_)
+    return; // dropped, as the protocol says
+  try {
+    if (method == "textDocument/didOpen") {
+      const json &doc = member(params, "textDocument");
+      const json &text = member(doc, "text");
+      if (!text.is_string())
+        throw std::invalid_argument("'textDocument.text' must be a string");
+      const std::string &uri = uriOf(params);
+      documents_.open(uri, text.get<std::string>(), doc.value("version", int64_t{0}));
+      dirty_.insert(uri);
+    } else if (method == "textDocument/didChange") {
+      didChange(params);
+    } else if (method == "textDocument/didClose") {
+      const std::string uri = uriOf(params);
+      documents_.close(uri);
+      cache_.erase(uri);
+      dirty_.erase(uri);
+      // Clear what the editor shows for the closed file.
+      send_({{"jsonrpc", "2.0"},
+             {"method", "textDocument/publishDiagnostics"},
+             {"params", {{"uri", uri}, {"diagnostics", json::array()}}}});
+    }
+    // initialized, didSave, $/cancelRequest, $/setTrace, workspace/*: nothing to do.
+  } catch (const ProtocolError &e) {
+    log(fmt::format("{}: {}", method, e.message), 1);
+  } catch (const std::exception &e) {
+    log(fmt::format("{}: invalid params: {}", method, e.what()), 1);
+  }
+}
+
+void Server::didChange(const json &params) {
+  const std::string uri = uriOf(params);
+  const Document *doc = documents_.find(uri);
+  if (!doc)
+    throw ProtocolError{kInvalidParams, fmt::format("change to '{}', which is not open", uri)};
+  const int64_t version = member(params, "textDocument").value("version", doc->version + 1);
+  if (version <= doc->version)
+    log(fmt::format("change to '{}' has version {}, not after the current {}; applied anyway", uri, version,
+                    doc->version),
+        2);
+  const json &changes = member(params, "contentChanges");
+  if (!changes.is_array())
+    throw std::invalid_argument("'contentChanges' must be an array");
+  for (const json &change : changes) {
+    const json &text = member(change, "text");
+    if (!text.is_string())
+      throw std::invalid_argument("a change's 'text' must be a string");
+    std::optional<std::pair<Position, Position>> range;
+    if (change.contains("range")) {
+      auto position = [](const json &p) {
+        const json &line = member(p, "line"), &character = member(p, "character");
+        if (!line.is_number_integer() || !character.is_number_integer())
+          throw std::invalid_argument("a position needs integer 'line' and 'character'");
+        return Position{std::max<int64_t>(0, line.get<int64_t>()),
+                        std::max<int64_t>(0, character.get<int64_t>())};
+      };
+      range = std::make_pair(position(member(change["range"], "start")),
+                             position(member(change["range"], "end")));
+    }
+    if (Status st = documents_.edit(uri, range, text.get<std::string>()); !st)
+      throw ProtocolError{kInvalidParams, st.message()};
+  }
+  documents_.setVersion(uri, version);
+  dirty_.insert(uri);
+}
+
+// ---- features ----
+
+json Server::initialize(const json &) {
+  json legend = json::array();
+  for (const char *type : kTokenTypes)
+    legend.push_back(type);
+  return {
+      {"capabilities",
+       {{"positionEncoding", "utf-16"},
+        {"textDocumentSync", {{"openClose", true}, {"change", 2}}},
+        {"hoverProvider", true},
+        {"definitionProvider", true},
+        {"referencesProvider", true},
+        {"renameProvider", {{"prepareProvider", true}}},
+        {"completionProvider", {{"triggerCharacters", json::array({" ", "{", ";", "="})}}},
+        {"documentSymbolProvider", true},
+        {"documentFormattingProvider", true},
+        {"inlayHintProvider", true},
+        {"codeActionProvider", {{"codeActionKinds", json::array({"quickfix"})}}},
+        {"semanticTokensProvider",
+         {{"legend", {{"tokenTypes", legend}, {"tokenModifiers", json::array({"declaration", "readonly"})}}},
+          {"full", true}}}}},
+      {"serverInfo", {{"name", "netc"}, {"version", "0.1.0"}}}};
+}
+
+json Server::hover(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  auto h = a.hover(offsetAt(a, params));
+  if (!h)
+    return nullptr;
+  return {{"contents", {{"kind", "markdown"}, {"value", h->first}}},
+          {"range", rangeJson(a.file(), h->second)}};
+}
+
+json Server::definition(const json &params) {
+  const std::string &uri = uriOf(params);
+  const Analysis &a = analysisOf(uri);
+  const NameUse *use = a.useAt(offsetAt(a, params));
+  if (!use || use->declaration < 0)
+    return nullptr;
+  const Declaration &d = a.declarations()[static_cast<size_t>(use->declaration)];
+  return {{"uri", uri}, {"range", rangeJson(a.file(), d.nameRange)}};
+}
+
+json Server::references(const json &params) {
+  const std::string &uri = uriOf(params);
+  const Analysis &a = analysisOf(uri);
+  const NameUse *use = a.useAt(offsetAt(a, params));
+  json out = json::array();
+  if (!use || use->declaration < 0)
+    return out;
+  const bool withDeclaration = params.value("context", json::object()).value("includeDeclaration", true);
+  for (const NameUse *u : a.usesOf(use->declaration))
+    if (withDeclaration || !u->definition)
+      out.push_back({{"uri", uri}, {"range", rangeJson(a.file(), u->range)}});
+  return out;
+}
+
+json Server::prepareRename(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  const NameUse *use = a.useAt(offsetAt(a, params));
+  if (!use || use->declaration < 0)
+    return nullptr;
+  return {{"range", rangeJson(a.file(), use->range)}, {"placeholder", use->name}};
+}
+
+json Server::rename(const json &params) {
+  const std::string &uri = uriOf(params);
+  const Analysis &a = analysisOf(uri);
+  const NameUse *use = a.useAt(offsetAt(a, params));
+  if (!use || use->declaration < 0)
+    throw ProtocolError{kRequestFailed,
+                        "nothing to rename here: put the cursor on a layer, const or parameter"};
+  const json &newName = member(params, "newName");
+  if (!newName.is_string() || !isIdentifier(newName.get<std::string>()))
+    throw ProtocolError{kRequestFailed,
+                        "the new name must be an identifier (a letter or _, then letters, digits or _)"};
+  const std::string name = newName;
+  const auto &keywords = statementKeywords();
+  if (std::find(keywords.begin(), keywords.end(), name) != keywords.end())
+    throw ProtocolError{kRequestFailed, fmt::format("'{}' is a keyword", name)};
+  for (const Declaration &d : a.declarations())
+    if (d.name == name && d.kind != NameKind::Parameter)
+      throw ProtocolError{kRequestFailed, fmt::format("'{}' is already declared", name)};
+  json edits = json::array();
+  for (const NameUse *u : a.usesOf(use->declaration))
+    edits.push_back({{"range", rangeJson(a.file(), u->range)}, {"newText", name}});
+  return {{"changes", {{uri, edits}}}};
+}
+
+json Server::documentSymbols(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  json out = json::array();
+  for (const Declaration &d : a.declarations()) {
+    if (d.kind == NameKind::Parameter)
+      continue;
+    std::string detail;
+    if (d.kind == NameKind::Layer)
+      if (const ir::Layer *layer = a.irLayer(d))
+        detail = fmt::format("{} [{}]", ir::layerKindName(layer->kind), fmt::join(layer->shape, ", "));
+    out.push_back({{"name", d.name},
+                   {"detail", detail},
+                   {"kind", d.kind == NameKind::Layer ? kSymbolClass : kSymbolConstant},
+                   {"range", rangeJson(a.file(), d.fullRange)},
+                   {"selectionRange", rangeJson(a.file(), d.nameRange)}});
+  }
+  for (const ast::Statement &statement : a.compilation().parse.program.statements)
+    if (const auto *s = std::get_if<ast::ShareDecl>(&statement))
+      out.push_back(
+          {{"name", "share"},
+           {"detail", fmt::format("{} item(s)", s->items.size())},
+           {"kind", kSymbolObject},
+           {"range", rangeJson(a.file(), s->range)},
+           {"selectionRange", rangeJson(a.file(), s->keyword.range.empty() ? s->range : s->keyword.range)}});
+  return out;
+}
+
+json Server::formatting(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  const Compilation &c = a.compilation();
+  // `netc fmt` formats only text that parses; the same holds here.
+  DiagnosticEngine parseOnly;
+  SourceFile file(c.file.name(), c.file.text());
+  ParseResult parsed = parseProgram(file, parseOnly);
+  if (parseOnly.hasErrors())
+    throw ProtocolError{kRequestFailed, "the document has syntax errors; fix them to format it"};
+  const std::string formatted = formatProgram(parsed.program, file);
+  if (formatted == file.text())
+    return json::array();
+  return json::array({{{"range", rangeJson(file, {0, file.size()})}, {"newText", formatted}}});
+}
+
+json Server::inlayHints(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  json out = json::array();
+  for (const ir::Layer &layer : a.compilation().network.layers) {
+    if (layer.shapeAuto && layer.nodes > 0) {
+      const Position p = positionOf(a.file(), layer.shapeRange.end);
+      out.push_back({{"position", {{"line", p.line}, {"character", p.character}}},
+                     {"label", fmt::format(": [{}]", fmt::join(layer.shape, ", "))},
+                     {"kind", 1},
+                     {"paddingLeft", false}});
+    }
+    for (const ir::Bundle &b : layer.bundles)
+      if (b.kind == ir::BundleKind::Convolve && b.valid && !b.geometry.dims.empty() && !b.kindRange.empty()) {
+        std::vector<int64_t> counts;
+        for (const ir::DimGeometry &d : b.geometry.dims)
+          counts.push_back(d.count);
+        const Position p = positionOf(a.file(), b.kindRange.end);
+        out.push_back({{"position", {{"line", p.line}, {"character", p.character}}},
+                       {"label", fmt::format("N=[{}]", fmt::join(counts, ", "))},
+                       {"kind", 2},
+                       {"paddingLeft", true}});
+      }
+  }
+  return out;
+}
+
+json Server::semanticTokens(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  const SourceFile &file = a.file();
+  struct Token {
+    SourceRange range;
+    int type;
+    int modifiers;
+  };
+  std::vector<Token> tokens;
+  std::map<uint32_t, const NameUse *> names;
+  for (const NameUse &use : a.uses())
+    names[use.range.begin] = &use;
+  std::set<uint32_t> attributes;
+  for (const AttributeUse &attr : a.attributes())
+    attributes.insert(attr.range.begin);
+  for (const TokenInfo &t : a.compilation().parse.tokens) {
+    int type = -1, modifiers = 0;
+    switch (t.category) {
+    case TokenInfo::Category::Keyword: type = kKeyword; break;
+    case TokenInfo::Category::Function: type = kFunction; break;
+    case TokenInfo::Category::Integer:
+    case TokenInfo::Category::Real: type = kNumber; break;
+    case TokenInfo::Category::Comment: type = kComment; break;
+    case TokenInfo::Category::Identifier:
+      if (auto it = names.find(t.range.begin); it != names.end()) {
+        const NameUse &use = *it->second;
+        type = use.kind == NameKind::Layer ? kClass : use.kind == NameKind::Const ? kVariable : kParameter;
+        modifiers = (use.definition ? 1 : 0) | (use.kind == NameKind::Const ? 2 : 0);
+      } else if (attributes.count(t.range.begin)) {
+        type = kProperty;
+      }
+      break;
+    default: break;
+    }
+    if (type >= 0)
+      tokens.push_back({t.range, type, modifiers});
+  }
+  // Relative encoding; a token that spans lines (a block comment) is split per line.
+  json data = json::array();
+  int64_t lastLine = 0, lastStart = 0;
+  for (const Token &t : tokens) {
+    uint32_t begin = t.range.begin;
+    while (begin < t.range.end) {
+      uint32_t end = begin;
+      while (end < t.range.end && file.text()[end] != '\n')
+        ++end;
+      const uint32_t next = end + 1;
+      while (end > begin && file.text()[end - 1] == '\r')
+        --end; // a line ends before its "\r\n"
+      const Position start = positionOf(file, begin), stop = positionOf(file, end);
+      if (stop.character > start.character) {
+        data.push_back(start.line - lastLine);
+        data.push_back(start.line == lastLine ? start.character - lastStart : start.character);
+        data.push_back(stop.character - start.character);
+        data.push_back(t.type);
+        data.push_back(t.modifiers);
+        lastLine = start.line;
+        lastStart = start.character;
+      }
+      begin = next;
+    }
+  }
+  return {{"data", data}};
+}
+
+json Server::codeActions(const json &params) {
+  const std::string &uri = uriOf(params);
+  const Analysis &a = analysisOf(uri);
+  const json &range = member(params, "range");
+  const uint32_t begin =
+      offsetOf(a.file().text(), Position{member(range["start"], "line").get<int64_t>(),
+                                         member(range["start"], "character").get<int64_t>()});
+  const uint32_t end = offsetOf(a.file().text(), Position{member(range["end"], "line").get<int64_t>(),
+                                                          member(range["end"], "character").get<int64_t>()});
+  json out = json::array();
+  for (const Diagnostic &d : a.compilation().diags.sorted()) {
+    if (d.fixits.empty() || d.range.end < begin || d.range.begin > end)
+      continue;
+    json edits = json::array();
+    std::string title;
+    for (const FixIt &fix : d.fixits) {
+      edits.push_back({{"range", rangeJson(a.file(), fix.range)}, {"newText", fix.replacement}});
+      if (title.empty())
+        title = fix.replacement.empty() ? fmt::format("Remove '{}'", a.file().slice(fix.range))
+                                        : fmt::format("Replace with '{}'", fix.replacement);
+    }
+    out.push_back({{"title", title},
+                   {"kind", "quickfix"},
+                   {"diagnostics", json::array({{{"range", rangeJson(a.file(), d.range)},
+                                                 {"severity", severityCode(d.severity)},
+                                                 {"code", std::string(d.code())},
+                                                 {"source", "netc"},
+                                                 {"message", d.message}}})},
+                   {"isPreferred", d.fixits.size() == 1},
+                   {"edit", {{"changes", {{uri, edits}}}}}});
+  }
+  return out;
+}
+
+json Server::completion(const json &params) {
+  const Analysis &a = analysisOf(uriOf(params));
+  const uint32_t offset = offsetAt(a, params);
+  // The tokens before the cursor decide the context.
+  DiagnosticEngine quiet;
+  SourceFile prefix(a.file().name(), std::string(a.file().text().substr(0, offset)));
+  std::vector<TokenInfo> tokens;
+  for (const TokenInfo &t : lexTokens(prefix, quiet))
+    if (t.category != TokenInfo::Category::Comment)
+      tokens.push_back(t);
+  // Drop a word being typed: completions replace it.
+  if (!tokens.empty() && tokens.back().range.end == offset &&
+      (tokens.back().category == TokenInfo::Category::Identifier ||
+       tokens.back().category == TokenInfo::Category::Keyword ||
+       tokens.back().category == TokenInfo::Category::Function))
+    tokens.pop_back();
+  auto kindAt = [&](size_t back) -> std::string_view {
+    return back < tokens.size() ? tokens[tokens.size() - 1 - back].kind : std::string_view();
+  };
+  json items = json::array();
+  auto add = [&](const std::string &label, int kind, const std::string &detail,
+                 const std::string &snippet = {}) {
+    json item = {{"label", label}, {"kind", kind}, {"detail", detail}};
+    if (!snippet.empty())
+      item["insertText"] = snippet, item["insertTextFormat"] = 2;
+    items.push_back(std::move(item));
+  };
+  auto layers = [&] {
+    for (const Declaration &d : a.declarations())
+      if (d.kind == NameKind::Layer)
+        add(d.name, kCompletionClass, "layer");
+  };
+  auto consts = [&] {
+    for (const Declaration &d : a.declarations())
+      if (d.kind == NameKind::Const)
+        add(d.name, kCompletionConstant, "const");
+  };
+  // Brace depth and the bundle kind that opened the innermost block.
+  int depth = 0;
+  std::string blockKind;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].kind == "LBRACE") {
+      ++depth;
+      blockKind.clear();
+      for (size_t j = i; j-- > 0 && j + 4 > i;) {
+        const std::string_view k = tokens[j].kind;
+        if (k == "CONVOLVE" || k == "POOL" || k == "NORM" || k == "ALL" || k == "WHERE") {
+          blockKind = std::string(k);
+          if (k == "POOL" && j > 0)
+            blockKind = std::string(tokens[j - 1].kind) + " POOL";
+          break;
+        }
+      }
+    } else if (tokens[i].kind == "RBRACE") {
+      depth = std::max(0, depth - 1);
+      blockKind.clear();
+    }
+  }
+  const std::string_view last = kindAt(0);
+  if (last == "FROM") {
+    layers();
+  } else if (last == "IDENT" && kindAt(1) == "FROM") {
+    for (const ir::BundleKind k : ir::allBundleKinds()) {
+      const std::string spelling(ir::bundleKindName(k));
+      if (k == ir::BundleKind::Where)
+        add("where", kCompletionKeyword, "filtered bundle", "where (${1:s}, ${2:d}) => ${3:true}");
+      else if (ir::bundleIsGeometric(k))
+        add(spelling, kCompletionKeyword, "bundle",
+            spelling + " {\n  InputShape = [$1];\n  KernelShape = [$2];\n}");
+      else
+        add(spelling, kCompletionKeyword, "bundle");
+    }
+  } else if (last == "ASSIGN" || last == "LBRACK" || last == "COMMA" || last == "LPAREN" || last == "ADD" ||
+             last == "SUB" || last == "MUL" || last == "DIV") {
+    consts();
+  } else if (depth > 0 && !blockKind.empty() && (last == "LBRACE" || last == "SEMI")) {
+    for (const ir::BundleKind k : ir::allBundleKinds()) {
+      std::string spelling(ir::bundleKindName(k));
+      std::string upper;
+      for (char ch : spelling)
+        upper += ch == ' ' ? ' ' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      const bool matches = upper == blockKind || (blockKind == "NORM" && k == ir::BundleKind::ResponseNorm) ||
+                           (blockKind.find("POOL") != std::string::npos && upper == blockKind);
+      if (!matches)
+        continue;
+      for (const ir::Attr attr : ir::allAttrs())
+        if (ir::bundleAllowedAttrs(k) & ir::attrBit(attr)) {
+          const std::string name(ir::attrName(attr));
+          const ir::AttrValueKind vk = ir::attrValueKind(attr);
+          const std::string value = vk == ir::AttrValueKind::Number ? "${1:1}"
+                                    : vk == ir::AttrValueKind::Bool ? "${1:true}"
+                                                                    : "[${1}]";
+          add(name, kCompletionProperty, fmt::format("attribute of {}", spelling),
+              name + " = " + value + ";");
+        }
+    }
+  } else if ((last == "RBRACK" || last == "AUTO") && depth == 0) {
+    for (const ir::Activation fn : ir::allActivations())
+      add(std::string(ir::activationName(fn)), kCompletionFunction, "output function");
+    add("from", kCompletionKeyword, "connect from a layer");
+  } else if (depth == 0 && (last.empty() || last == "SEMI" || last == "RBRACE")) {
+    for (std::string_view keyword : statementKeywords())
+      add(std::string(keyword), kCompletionKeyword, "statement");
+    add("hidden layer", kCompletionSnippet, "a hidden layer",
+        "hidden ${1:Name} [${2:100}] from ${3:Source} all;");
+  } else if (last == "IDENT" || last == "RBRACK") {
+    add("from", kCompletionKeyword, "connect from a layer");
+  }
+  return {{"isIncomplete", false}, {"items", items}};
+}
+
+// ---- the stdio loop ----
+
+int runServer(int inFd, int outFd, int debounceMilliseconds) {
+  bool outputOpen = true;
+  Server server([&](const json &message) {
+    if (outputOpen)
+      outputOpen = writeMessage(outFd, message.dump(-1, ' ', false, json::error_handler_t::replace));
+  });
+  MessageReader reader(inFd);
+  std::string body, error;
+  while (!server.exited() && outputOpen) {
+    if (server.hasPendingDiagnostics() && !reader.waitReadable(debounceMilliseconds)) {
+      server.idle();
+      continue;
+    }
+    const MessageReader::Result r = reader.read(body, error);
+    if (r == MessageReader::Result::EndOfInput)
+      break;
+    if (r == MessageReader::Result::Malformed) {
+      server.reportMalformed(error);
+      continue;
+    }
+    server.handleText(body);
+  }
+  return server.exited() ? server.exitCode() : 1;
+}
+
+} // namespace netc::lsp

@@ -1,0 +1,190 @@
+// ServerTest.cpp -- the language server in-process: UTF-16 position
+// conversions against an independent decoder, incremental edits, debounced
+// diagnostics (one publish for a burst of edits, the same diagnostics as the
+// `netc check` driver, notes as related information), and the lifecycle
+// rules (nothing before initialize, nothing after shutdown, exit status).
+#include "ServerHarness.h"
+
+#include "api/Driver.h"
+#include "tests/SourceFiles.h"
+
+#include <random>
+
+namespace netc::lsp::testing {
+namespace {
+
+/// UTF-16 length of each code point of valid UTF-8 `text`, decoded by hand.
+std::vector<std::pair<size_t, int>> codePoints(const std::string &text) {
+  std::vector<std::pair<size_t, int>> out; // (byte offset, UTF-16 units)
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    out.push_back({i, length == 4 ? 2 : 1});
+    i += length;
+  }
+  return out;
+}
+
+TEST(Positions, Utf16ColumnsMatchAnIndependentDecoder) {
+  const std::string text = "ab\n// größe 😀 x\r\n\n😀😀z\nend";
+  const SourceFile file("t", text);
+  // Walk every code point: positionOf and offsetOf agree with a manual count.
+  int64_t line = 0, column = 0;
+  for (auto [offset, units] : codePoints(text)) {
+    if (text[offset] == '\r')
+      continue; // "\r\n" is one line break: positions end before it
+    if (text[offset] == '\n' && offset > 0 && text[offset - 1] == '\r') {
+      ++line;
+      column = 0;
+      continue;
+    }
+    const Position p = positionOf(file, static_cast<uint32_t>(offset));
+    EXPECT_EQ(p.line, line) << offset;
+    EXPECT_EQ(p.character, column) << offset;
+    EXPECT_EQ(offsetOf(text, {line, column}), offset) << line << ":" << column;
+    if (text[offset] == '\n') {
+      ++line;
+      column = 0;
+    } else {
+      column += units;
+    }
+  }
+  // Past the end of a line clamps to the line's end (before "\r\n"); past the last line to the text's end.
+  EXPECT_EQ(offsetOf(text, {1, 999}), text.find("\r\n"));
+  EXPECT_EQ(offsetOf(text, {99, 0}), text.size());
+  // Inside a surrogate pair: the whole emoji is skipped.
+  const size_t emoji = text.find("😀😀");
+  EXPECT_EQ(offsetOf(text, {3, 1}), emoji + 4);
+}
+
+TEST(Documents, IncrementalEditsAtUtf16Positions) {
+  Documents docs;
+  docs.open("u", "input X [4];\n/* 😀 */ hidden H [2] from X all;\n", 1);
+  // Replace "H" (line 1, UTF-16 column 16: "/* 😀 */ hidden " is 16 units) with "Hid".
+  ASSERT_TRUE(docs.edit("u", std::make_pair(Position{1, 16}, Position{1, 17}), "Hid").ok());
+  EXPECT_EQ(docs.find("u")->text, "input X [4];\n/* 😀 */ hidden Hid [2] from X all;\n");
+  // Insert at the very end, then delete across a line break.
+  ASSERT_TRUE(
+      docs.edit("u", std::make_pair(Position{2, 0}, Position{2, 0}), "output O [1] from Hid all;").ok());
+  ASSERT_TRUE(docs.edit("u", std::make_pair(Position{0, 12}, Position{1, 0}), " ").ok());
+  EXPECT_EQ(docs.find("u")->text,
+            "input X [4]; /* 😀 */ hidden Hid [2] from X all;\noutput O [1] from Hid all;");
+  // A reversed range is refused and changes nothing; so is an unknown document.
+  EXPECT_FALSE(docs.edit("u", std::make_pair(Position{1, 5}, Position{0, 2}), "x").ok());
+  EXPECT_FALSE(docs.edit("other", std::nullopt, "x").ok());
+  EXPECT_EQ(docs.find("u")->text,
+            "input X [4]; /* 😀 */ hidden Hid [2] from X all;\noutput O [1] from Hid all;");
+}
+
+TEST(Server, RequestsBeforeInitializeAndAfterShutdownAreRefused) {
+  Session s;
+  json r = s.request("textDocument/hover", at("file:///a.net", 0, 0));
+  EXPECT_EQ(r["error"]["code"], kServerNotInitialized);
+  s.initialize();
+  EXPECT_EQ(s.request("initialize")["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(s.request("no/such/method")["error"]["code"], kMethodNotFound);
+  EXPECT_TRUE(s.request("shutdown").contains("result"));
+  EXPECT_EQ(s.request("textDocument/hover", at("file:///a.net", 0, 0))["error"]["code"], kInvalidRequest);
+  EXPECT_FALSE(s.server().exited());
+  s.notify("exit");
+  EXPECT_TRUE(s.server().exited());
+  EXPECT_EQ(s.server().exitCode(), 0);
+}
+
+TEST(Server, ExitWithoutShutdownFails) {
+  Session s;
+  s.initialize();
+  s.notify("exit");
+  EXPECT_TRUE(s.server().exited());
+  EXPECT_EQ(s.server().exitCode(), 1);
+}
+
+TEST(Server, MalformedMessagesGetProtocolErrors) {
+  Session s;
+  s.initialize();
+  const size_t before = s.sent().size();
+  s.server().handleText("{not json");
+  s.server().handleText("[1, 2]");
+  s.server().handleText(R"({"jsonrpc": "2.0", "id": {"x": 1}, "method": "shutdown"})");
+  s.server().handleText(R"({"jsonrpc": "2.0", "id": 7, "method": 42})");
+  s.server().handleText(R"({"jsonrpc": "1.0", "id": 8, "method": "shutdown"})");
+  ASSERT_EQ(s.sent().size(), before + 5);
+  EXPECT_EQ(s.sent()[before]["error"]["code"], kParseError);
+  EXPECT_TRUE(s.sent()[before]["id"].is_null());
+  EXPECT_EQ(s.sent()[before + 1]["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(s.sent()[before + 2]["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(s.sent()[before + 3]["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(s.sent()[before + 3]["id"], 7);
+  EXPECT_EQ(s.sent()[before + 4]["error"]["code"], kInvalidRequest);
+  // Wrong parameter types: InvalidParams naming the problem, and the server goes on.
+  json r = s.request("textDocument/hover", {{"textDocument", {{"uri", 5}}}, {"position", position(0, 0)}});
+  EXPECT_EQ(r["error"]["code"], kInvalidParams);
+  r = s.request("textDocument/hover",
+                {{"textDocument", {{"uri", "file:///closed.net"}}}, {"position", position(0, 0)}});
+  EXPECT_EQ(r["error"]["code"], kInvalidParams);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("is not open"), std::string::npos);
+  EXPECT_TRUE(s.request("shutdown").contains("result"));
+}
+
+TEST(Server, DiagnosticsAreDebouncedAndMatchTheDriver) {
+  Session s;
+  s.initialize();
+  const std::string uri = "file:///work/m.net";
+  std::string text = testfiles::readFile(testfiles::sourcePath("examples/mnist.net"));
+  s.open(uri, text);
+  // Ten edits in a burst: one publish when the server goes idle, for the last version.
+  for (int v = 2; v <= 11; ++v)
+    s.notify(
+        "textDocument/didChange",
+        {{"textDocument", {{"uri", uri}, {"version", v}}},
+         {"contentChanges",
+          json::array({{{"range", {{"start", position(0, 0)}, {"end", position(0, 0)}}}, {"text", "x"}}})}});
+  const size_t before = s.sent().size();
+  EXPECT_TRUE(s.server().idle());
+  EXPECT_FALSE(s.server().idle());
+  std::vector<json> published = s.published(before);
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published[0]["version"], 11);
+  // The same diagnostics as the driver behind `netc check` for that text.
+  auto c = compileSource(SourceFile("/work/m.net", std::string(10, 'x') + text), CompileOptions{});
+  const std::vector<Diagnostic> expected = c->diags.sorted();
+  ASSERT_EQ(published[0]["diagnostics"].size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const json &d = published[0]["diagnostics"][i];
+    EXPECT_EQ(d["code"], std::string(expected[i].code()));
+    EXPECT_EQ(d["message"], expected[i].message);
+    const LineColumn start = c->file.lineColumnUtf16(expected[i].range.begin);
+    EXPECT_EQ(d["range"]["start"]["line"], start.line - 1);
+    EXPECT_EQ(d["range"]["start"]["character"], start.column - 1);
+    EXPECT_EQ(d.value("relatedInformation", json::array()).size(), expected[i].notes.size());
+  }
+  EXPECT_FALSE(expected.empty());
+}
+
+TEST(Server, HoverDefinitionReferencesAndRenameAgree) {
+  Session s;
+  s.initialize();
+  const std::string uri = "file:///n.net";
+  s.open(uri, "const N = 2 * 5;\ninput X [N];\nhidden H [N] from X all;\noutput O [3] from H all;\n");
+  json hover = s.request("textDocument/hover", at(uri, 1, 9));
+  EXPECT_EQ(hover["result"]["contents"]["value"], "**const** `N` = 10 (an integer)");
+  json definition = s.request("textDocument/definition", at(uri, 3, 19));
+  EXPECT_EQ(definition["result"]["range"]["start"], position(2, 7));
+  json references = s.request("textDocument/references", at(uri, 0, 6));
+  EXPECT_EQ(references["result"].size(), 3u); // the definition and two uses
+  json rename =
+      s.request("textDocument/rename",
+                {{"textDocument", {{"uri", uri}}}, {"position", position(2, 7)}, {"newName", "Hidden"}});
+  EXPECT_EQ(rename["result"]["changes"][uri].size(), 2u);
+  EXPECT_EQ(s.request("textDocument/rename", {{"textDocument", {{"uri", uri}}},
+                                              {"position", position(2, 7)},
+                                              {"newName", "X"}})["error"]["code"],
+            kRequestFailed);
+  EXPECT_EQ(s.request("textDocument/rename", {{"textDocument", {{"uri", uri}}},
+                                              {"position", position(2, 7)},
+                                              {"newName", "2x"}})["error"]["code"],
+            kRequestFailed);
+}
+
+} // namespace
+} // namespace netc::lsp::testing
