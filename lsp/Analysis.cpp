@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace netc::lsp {
 
@@ -128,19 +129,33 @@ void Analysis::index() {
       }
     }
   }
-  // Resolve references: a parameter to the lambda around it, others by name.
+  // Resolve references: a parameter to the lambda around it, others by name
+  // (the first declaration of a name; a second one is an error Sema reports).
+  std::unordered_map<std::string, int> layers, consts;
+  std::vector<int> parameters;
+  for (size_t d = 0; d < declarations_.size(); ++d) {
+    const Declaration &decl = declarations_[d];
+    if (decl.kind == NameKind::Parameter)
+      parameters.push_back(static_cast<int>(d));
+    else
+      (decl.kind == NameKind::Layer ? layers : consts).emplace(decl.name, static_cast<int>(d));
+  }
   for (NameUse &use : uses_) {
     if (use.definition)
       continue;
-    for (size_t d = 0; d < declarations_.size(); ++d) {
-      const Declaration &decl = declarations_[d];
-      if (decl.kind != use.kind || decl.name != use.name)
-        continue;
-      if (decl.kind == NameKind::Parameter && !contains(decl.fullRange, use.range.begin))
-        continue;
-      use.declaration = static_cast<int>(d);
-      break;
+    if (use.kind == NameKind::Parameter) {
+      for (int d : parameters) {
+        const Declaration &decl = declarations_[static_cast<size_t>(d)];
+        if (decl.name == use.name && contains(decl.fullRange, use.range.begin)) {
+          use.declaration = d;
+          break;
+        }
+      }
+      continue;
     }
+    const auto &names = use.kind == NameKind::Layer ? layers : consts;
+    if (auto it = names.find(use.name); it != names.end())
+      use.declaration = it->second;
   }
   std::sort(uses_.begin(), uses_.end(),
             [](const NameUse &a, const NameUse &b) { return a.range.begin < b.range.begin; });

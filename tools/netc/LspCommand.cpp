@@ -11,7 +11,7 @@
 namespace netc::cli {
 
 void addLspCommand(CLI::App &app, int &exitCode) {
-  auto debounce = std::make_shared<int>(30);
+  auto debounce = std::make_shared<int>(5);
   CLI::App *cmd =
       app.add_subcommand("lsp", "Run the Net# language server (LSP over stdin/stdout) for editors");
   cmd->add_option("--debounce-ms", *debounce,
