@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# fuzz.sh -- builds the libFuzzer target (tests/fuzz/FuzzCheck.cpp) with
-# clang-14, ASan and UBSan in its own build directory, then fuzzes the
-# parser, Sema, passes, dumps and formatter for a bounded number of runs,
+# fuzz.sh -- builds the libFuzzer targets (tests/fuzz/FuzzCheck.cpp and
+# FuzzLsp.cpp) with clang-14, ASan and UBSan in its own build directory, then
+# fuzzes the parser, Sema, passes, dumps and formatter, and then the language
+# server, for a bounded number of runs each,
 # seeded with a copy of examples/*.net and a Net# dictionary. Exits non-zero
 # when libFuzzer finds a crash, leak, timeout or broken invariant; the input
 # is kept under BUILD_DIR/fuzz-artifacts/. Safe to run again (reconfigures
@@ -36,7 +37,7 @@ cmake -S . -B "$dir" -G Ninja \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DNETC_FUZZ=ON -DNETC_SANITIZE=address,undefined \
   -DNETC_BUILD_TESTS=ON -DNETC_BUILD_BENCH=OFF >/dev/null
-ninja -C "$dir" netc_fuzz_check
+ninja -C "$dir" netc_fuzz_check netc_fuzz_lsp
 
 # The corpus: a scratch copy of the examples unless the caller keeps one.
 if [[ -n ${NETC_FUZZ_CORPUS:-} ]]; then
@@ -62,4 +63,16 @@ if [[ $status -ne 0 ]]; then
   ls -l "$artifacts" >&2 || true
   exit "$status"
 fi
-echo "fuzz.sh: no failure found (at most $runs runs; libFuzzer's statistics are above)"
+# The language server: the same number of runs, from the examples as documents.
+lsp_corpus=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-lsp.XXXXXX")
+cp examples/*.net "$lsp_corpus"/
+"$dir/tests/fuzz/netc_fuzz_lsp" "$lsp_corpus" \
+  -runs="$runs" -seed="${NETC_FUZZ_SEED:-1}" -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
+  -artifact_prefix="$artifacts/lsp-" -print_final_stats=1 "$@" || status=$?
+rm -rf "$lsp_corpus"
+if [[ $status -ne 0 ]]; then
+  echo "fuzz.sh: the language-server fuzzer failed (exit $status); inputs that fail are in $artifacts/" >&2
+  ls -l "$artifacts" >&2 || true
+  exit "$status"
+fi
+echo "fuzz.sh: no failure found (at most $runs runs per target; libFuzzer's statistics are above)"
