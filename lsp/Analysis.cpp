@@ -45,8 +45,9 @@ template <class Get> std::string perDim(const ir::Geometry &g, Get get) {
 
 } // namespace
 
-Analysis::Analysis(std::string name, std::string text) {
-  compilation_ = compileSource(SourceFile(std::move(name), std::move(text)), CompileOptions{});
+Analysis::Analysis(std::string name, std::string text)
+    : compilation_(compileSource(SourceFile(std::move(name), std::move(text)), CompileOptions{})),
+      lines_(compilation_->file.text()) {
   index();
 }
 

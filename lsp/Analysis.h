@@ -7,6 +7,7 @@
 #pragma once
 
 #include "api/Driver.h"
+#include "lsp/Documents.h"
 
 #include <memory>
 #include <optional>
@@ -48,6 +49,8 @@ public:
 
   const Compilation &compilation() const { return *compilation_; }
   const SourceFile &file() const { return compilation_->file; }
+  /// The text's lines as the protocol counts them.
+  const LineIndex &lines() const { return lines_; }
   const std::vector<Declaration> &declarations() const { return declarations_; }
   const std::vector<NameUse> &uses() const { return uses_; }
   const std::vector<AttributeUse> &attributes() const { return attributes_; }
@@ -69,6 +72,7 @@ private:
   std::string describeBundle(const ir::Layer &layer, const ir::Bundle &bundle) const;
 
   std::unique_ptr<Compilation> compilation_;
+  LineIndex lines_;
   std::vector<Declaration> declarations_;
   std::vector<NameUse> uses_;
   std::vector<AttributeUse> attributes_;

@@ -1,42 +1,63 @@
-// Documents.cpp -- the open-document store and the UTF-16 position
-// conversions (a 4-byte UTF-8 sequence is two UTF-16 units, as in
-// SourceFile::lineColumnUtf16; any other lead byte, valid or not, is one).
+// Documents.cpp -- the open-document store and the protocol's positions:
+// lines ended by "\n", "\r\n" or "\r", columns in UTF-16 units (a 4-byte
+// UTF-8 sequence is two, as in SourceFile::lineColumnUtf16; any other lead
+// byte, valid or not, is one).
 #include "lsp/Documents.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace netc::lsp {
 
-uint32_t offsetOf(std::string_view text, Position position) {
-  if (position.line < 0)
-    return 0;
-  size_t start = 0;
-  for (int64_t line = 0; line < position.line; ++line) {
-    const size_t newline = text.find('\n', start);
-    if (newline == std::string_view::npos)
-      return static_cast<uint32_t>(text.size());
-    start = newline + 1;
+LineIndex::LineIndex(std::string_view text) : text_(text) {
+  starts_.push_back(0);
+  for (uint32_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n' && text[i] != '\r')
+      continue;
+    ends_.push_back(i);
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n')
+      ++i;
+    starts_.push_back(i + 1);
   }
-  size_t end = text.find('\n', start);
-  if (end == std::string_view::npos)
-    end = text.size();
-  if (end > start && text[end - 1] == '\r')
-    --end;
-  int64_t units = 0;
-  size_t i = start;
-  while (i < end && units < position.character) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    units += c >= 0xF0 ? 2 : 1;
-    ++i;
-    while (i < end && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80)
-      ++i; // the rest of the character
-  }
-  return static_cast<uint32_t>(i);
+  ends_.push_back(static_cast<uint32_t>(text.size()));
 }
 
-Position positionOf(const SourceFile &file, uint32_t offset) {
-  const LineColumn lc = file.lineColumnUtf16(offset);
-  return {int64_t{lc.line} - 1, int64_t{lc.column} - 1};
+uint32_t LineIndex::offsetOf(Position position) const {
+  if (position.line < 0)
+    return 0;
+  if (position.line >= static_cast<int64_t>(starts_.size()))
+    return static_cast<uint32_t>(text_.size());
+  const uint32_t end = ends_[static_cast<size_t>(position.line)];
+  uint32_t i = starts_[static_cast<size_t>(position.line)];
+  int64_t units = 0;
+  while (i < end && units < position.character) {
+    const auto c = static_cast<unsigned char>(text_[i]);
+    units += c >= 0xF0 ? 2 : 1;
+    ++i;
+    while (i < end && (static_cast<unsigned char>(text_[i]) & 0xC0) == 0x80)
+      ++i; // the rest of the character
+  }
+  return i;
+}
+
+Position LineIndex::positionOf(uint32_t offset) const {
+  offset = std::min(offset, static_cast<uint32_t>(text_.size()));
+  const size_t line =
+      static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin()) - 1;
+  const uint32_t end = std::min(offset, ends_[line]); // inside a "\r\n": at the line's end
+  int64_t units = 0;
+  for (uint32_t i = starts_[line]; i < end; ++i) {
+    const auto c = static_cast<unsigned char>(text_[i]);
+    if ((c & 0xC0) == 0x80)
+      continue; // continuation byte
+    units += c >= 0xF0 ? 2 : 1;
+  }
+  return {static_cast<int64_t>(line), units};
+}
+
+uint32_t offsetOf(std::string_view text, Position position) {
+  return LineIndex(text).offsetOf(position);
 }
 
 void Documents::open(const std::string &uri, std::string text, int64_t version) {

@@ -11,6 +11,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace netc::lsp {
 
@@ -20,11 +22,31 @@ struct Position {
   int64_t character = 0;
 };
 
-/// The byte offset of `position` in `text`: a column past the line's end
-/// clamps to the end of the line, a line past the end to the end of text.
+/// The lines of a text as the protocol counts them: "\n", "\r\n" and a lone
+/// "\r" each end a line; columns count UTF-16 units (a 4-byte UTF-8
+/// sequence is two, any other lead byte, valid or not, one).
+class LineIndex {
+public:
+  explicit LineIndex(std::string_view text);
+  /// The byte offset of `position`: a column past the line's end clamps to
+  /// the end of the line (before its line break), a line past the last one
+  /// to the end of the text.
+  uint32_t offsetOf(Position position) const;
+  /// The position of a byte offset (clamped to the text).
+  Position positionOf(uint32_t offset) const;
+  int64_t lineCount() const { return static_cast<int64_t>(starts_.size()); }
+  /// The byte range of line `line`'s text, without its line break.
+  uint32_t lineStart(int64_t line) const { return starts_[static_cast<size_t>(line)]; }
+  uint32_t lineEnd(int64_t line) const { return ends_[static_cast<size_t>(line)]; }
+
+private:
+  std::string_view text_;
+  std::vector<uint32_t> starts_; // first byte of each line
+  std::vector<uint32_t> ends_;   // first byte of each line's break (or the text's end)
+};
+
+/// offsetOf through a LineIndex built for the call.
 uint32_t offsetOf(std::string_view text, Position position);
-/// The LSP position of a byte offset in `file`.
-Position positionOf(const SourceFile &file, uint32_t offset);
 
 struct Document {
   std::string text;

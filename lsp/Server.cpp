@@ -151,12 +151,12 @@ uint32_t Server::offsetAt(const Analysis &a, const json &params) const {
   if (!line.is_number_integer() || !character.is_number_integer() || line.get<int64_t>() < 0 ||
       character.get<int64_t>() < 0)
     throw std::invalid_argument("'position' needs non-negative integer 'line' and 'character'");
-  return offsetOf(a.file().text(), Position{line.get<int64_t>(), character.get<int64_t>()});
+  return a.lines().offsetOf(Position{line.get<int64_t>(), character.get<int64_t>()});
 }
 
-json Server::rangeJson(const SourceFile &file, SourceRange range) const {
-  const Position start = positionOf(file, range.begin),
-                 end = positionOf(file, std::max(range.begin, range.end));
+json Server::rangeJson(const LineIndex &lines, SourceRange range) const {
+  const Position start = lines.positionOf(range.begin),
+                 end = lines.positionOf(std::max(range.begin, range.end));
   return {{"start", {{"line", start.line}, {"character", start.character}}},
           {"end", {{"line", end.line}, {"character", end.character}}}};
 }
@@ -168,7 +168,7 @@ void Server::publish(const std::string &uri) {
   const Analysis &a = analysisOf(uri);
   json diagnostics = json::array();
   for (const Diagnostic &d : a.compilation().diags.sorted()) {
-    json item = {{"range", rangeJson(a.file(), d.range)},
+    json item = {{"range", rangeJson(a.lines(), d.range)},
                  {"severity", severityCode(d.severity)},
                  {"code", std::string(d.code())},
                  {"source", "netc"},
@@ -176,7 +176,7 @@ void Server::publish(const std::string &uri) {
     if (!d.notes.empty()) {
       json related = json::array();
       for (const DiagNote &note : d.notes)
-        related.push_back({{"location", {{"uri", uri}, {"range", rangeJson(a.file(), note.range)}}},
+        related.push_back({{"location", {{"uri", uri}, {"range", rangeJson(a.lines(), note.range)}}},
                            {"message", note.message}});
       item["relatedInformation"] = std::move(related);
     }
@@ -300,6 +300,17 @@ void Server::didChange(const json &params) {
   const json &changes = member(params, "contentChanges");
   if (!changes.is_array())
     throw std::invalid_argument("'contentChanges' must be an array");
+  // All the changes or none: a bad one restores the text from before.
+  const std::string before = doc->text;
+  struct Restore {
+    Documents &documents;
+    const std::string &uri, &text;
+    bool done = false;
+    ~Restore() {
+      if (!done)
+        (void)documents.edit(uri, std::nullopt, text);
+    }
+  } restore{documents_, uri, before};
   for (const json &change : changes) {
     const json &text = member(change, "text");
     if (!text.is_string())
@@ -319,6 +330,7 @@ void Server::didChange(const json &params) {
     if (Status st = documents_.edit(uri, range, text.get<std::string>()); !st)
       throw ProtocolError{kInvalidParams, st.message()};
   }
+  restore.done = true;
   documents_.setVersion(uri, version);
   dirty_.insert(uri);
 }
@@ -354,7 +366,7 @@ json Server::hover(const json &params) {
   if (!h)
     return nullptr;
   return {{"contents", {{"kind", "markdown"}, {"value", h->first}}},
-          {"range", rangeJson(a.file(), h->second)}};
+          {"range", rangeJson(a.lines(), h->second)}};
 }
 
 json Server::definition(const json &params) {
@@ -364,7 +376,7 @@ json Server::definition(const json &params) {
   if (!use || use->declaration < 0)
     return nullptr;
   const Declaration &d = a.declarations()[static_cast<size_t>(use->declaration)];
-  return {{"uri", uri}, {"range", rangeJson(a.file(), d.nameRange)}};
+  return {{"uri", uri}, {"range", rangeJson(a.lines(), d.nameRange)}};
 }
 
 json Server::references(const json &params) {
@@ -377,7 +389,7 @@ json Server::references(const json &params) {
   const bool withDeclaration = params.value("context", json::object()).value("includeDeclaration", true);
   for (const NameUse *u : a.usesOf(use->declaration))
     if (withDeclaration || !u->definition)
-      out.push_back({{"uri", uri}, {"range", rangeJson(a.file(), u->range)}});
+      out.push_back({{"uri", uri}, {"range", rangeJson(a.lines(), u->range)}});
   return out;
 }
 
@@ -386,7 +398,7 @@ json Server::prepareRename(const json &params) {
   const NameUse *use = a.useAt(offsetAt(a, params));
   if (!use || use->declaration < 0)
     return nullptr;
-  return {{"range", rangeJson(a.file(), use->range)}, {"placeholder", use->name}};
+  return {{"range", rangeJson(a.lines(), use->range)}, {"placeholder", use->name}};
 }
 
 json Server::rename(const json &params) {
@@ -401,15 +413,37 @@ json Server::rename(const json &params) {
     throw ProtocolError{kRequestFailed,
                         "the new name must be an identifier (a letter or _, then letters, digits or _)"};
   const std::string name = newName;
-  const auto &keywords = statementKeywords();
-  if (std::find(keywords.begin(), keywords.end(), name) != keywords.end())
-    throw ProtocolError{kRequestFailed, fmt::format("'{}' is a keyword", name)};
-  for (const Declaration &d : a.declarations())
-    if (d.name == name && d.kind != NameKind::Parameter)
-      throw ProtocolError{kRequestFailed, fmt::format("'{}' is already declared", name)};
+  const Declaration &renamed = a.declarations()[static_cast<size_t>(use->declaration)];
   json edits = json::array();
-  for (const NameUse *u : a.usesOf(use->declaration))
-    edits.push_back({{"range", rangeJson(a.file(), u->range)}, {"newText", name}});
+  const std::vector<const NameUse *> uses = a.usesOf(use->declaration);
+  if (name == renamed.name)
+    return {{"changes", {{uri, edits}}}}; // nothing changes
+  // A word the lexer reads as anything but an identifier (a keyword, a
+  // function name, true/false) cannot name anything.
+  DiagnosticEngine quiet;
+  const std::vector<TokenInfo> tokens = lexTokens(SourceFile("rename", name), quiet);
+  if (quiet.hasErrors() || tokens.size() != 1 || tokens[0].category != TokenInfo::Category::Identifier)
+    throw ProtocolError{kRequestFailed,
+                        fmt::format("'{}' is a keyword of Net# and cannot name anything", name)};
+  // The new name must not clash: with a layer or const anywhere, with the
+  // other parameter of the same predicate, or with a parameter of a
+  // predicate in which the renamed name is used (it would be shadowed).
+  for (const Declaration &d : a.declarations()) {
+    if (d.name != name)
+      continue;
+    bool clash = d.kind != NameKind::Parameter;
+    if (d.kind == NameKind::Parameter) {
+      clash = renamed.kind == NameKind::Parameter && renamed.fullRange == d.fullRange;
+      for (const NameUse *u : uses)
+        clash = clash || (u->range.begin >= d.fullRange.begin && u->range.end <= d.fullRange.end);
+    }
+    if (clash)
+      throw ProtocolError{kRequestFailed,
+                          fmt::format("'{}' is already declared{}", name,
+                                      d.kind == NameKind::Parameter ? " where the name is used" : "")};
+  }
+  for (const NameUse *u : uses)
+    edits.push_back({{"range", rangeJson(a.lines(), u->range)}, {"newText", name}});
   return {{"changes", {{uri, edits}}}};
 }
 
@@ -426,8 +460,8 @@ json Server::documentSymbols(const json &params) {
     out.push_back({{"name", d.name},
                    {"detail", detail},
                    {"kind", d.kind == NameKind::Layer ? kSymbolClass : kSymbolConstant},
-                   {"range", rangeJson(a.file(), d.fullRange)},
-                   {"selectionRange", rangeJson(a.file(), d.nameRange)}});
+                   {"range", rangeJson(a.lines(), d.fullRange)},
+                   {"selectionRange", rangeJson(a.lines(), d.nameRange)}});
   }
   for (const ast::Statement &statement : a.compilation().parse.program.statements)
     if (const auto *s = std::get_if<ast::ShareDecl>(&statement))
@@ -435,8 +469,8 @@ json Server::documentSymbols(const json &params) {
           {{"name", "share"},
            {"detail", fmt::format("{} item(s)", s->items.size())},
            {"kind", kSymbolObject},
-           {"range", rangeJson(a.file(), s->range)},
-           {"selectionRange", rangeJson(a.file(), s->keyword.range.empty() ? s->range : s->keyword.range)}});
+           {"range", rangeJson(a.lines(), s->range)},
+           {"selectionRange", rangeJson(a.lines(), s->keyword.range.empty() ? s->range : s->keyword.range)}});
   return out;
 }
 
@@ -452,7 +486,7 @@ json Server::formatting(const json &params) {
   const std::string formatted = formatProgram(parsed.program, file);
   if (formatted == file.text())
     return json::array();
-  return json::array({{{"range", rangeJson(file, {0, file.size()})}, {"newText", formatted}}});
+  return json::array({{{"range", rangeJson(a.lines(), {0, file.size()})}, {"newText", formatted}}});
 }
 
 json Server::inlayHints(const json &params) {
@@ -460,7 +494,7 @@ json Server::inlayHints(const json &params) {
   json out = json::array();
   for (const ir::Layer &layer : a.compilation().network.layers) {
     if (layer.shapeAuto && layer.nodes > 0) {
-      const Position p = positionOf(a.file(), layer.shapeRange.end);
+      const Position p = a.lines().positionOf(layer.shapeRange.end);
       out.push_back({{"position", {{"line", p.line}, {"character", p.character}}},
                      {"label", fmt::format(": [{}]", fmt::join(layer.shape, ", "))},
                      {"kind", 1},
@@ -471,7 +505,7 @@ json Server::inlayHints(const json &params) {
         std::vector<int64_t> counts;
         for (const ir::DimGeometry &d : b.geometry.dims)
           counts.push_back(d.count);
-        const Position p = positionOf(a.file(), b.kindRange.end);
+        const Position p = a.lines().positionOf(b.kindRange.end);
         out.push_back({{"position", {{"line", p.line}, {"character", p.character}}},
                        {"label", fmt::format("N=[{}]", fmt::join(counts, ", "))},
                        {"kind", 2},
@@ -483,7 +517,6 @@ json Server::inlayHints(const json &params) {
 
 json Server::semanticTokens(const json &params) {
   const Analysis &a = analysisOf(uriOf(params));
-  const SourceFile &file = a.file();
   struct Token {
     SourceRange range;
     int type;
@@ -521,26 +554,21 @@ json Server::semanticTokens(const json &params) {
   // Relative encoding; a token that spans lines (a block comment) is split per line.
   json data = json::array();
   int64_t lastLine = 0, lastStart = 0;
+  const LineIndex &lines = a.lines();
   for (const Token &t : tokens) {
-    uint32_t begin = t.range.begin;
-    while (begin < t.range.end) {
-      uint32_t end = begin;
-      while (end < t.range.end && file.text()[end] != '\n')
-        ++end;
-      const uint32_t next = end + 1;
-      while (end > begin && file.text()[end - 1] == '\r')
-        --end; // a line ends before its "\r\n"
-      const Position start = positionOf(file, begin), stop = positionOf(file, end);
-      if (stop.character > start.character) {
-        data.push_back(start.line - lastLine);
-        data.push_back(start.line == lastLine ? start.character - lastStart : start.character);
-        data.push_back(stop.character - start.character);
-        data.push_back(t.type);
-        data.push_back(t.modifiers);
-        lastLine = start.line;
-        lastStart = start.character;
-      }
-      begin = next;
+    const Position first = lines.positionOf(t.range.begin), last = lines.positionOf(t.range.end);
+    for (int64_t line = first.line; line <= last.line; ++line) {
+      const Position start = line == first.line ? first : Position{line, 0};
+      const Position stop = line == last.line ? last : lines.positionOf(lines.lineEnd(line));
+      if (stop.character <= start.character)
+        continue;
+      data.push_back(start.line - lastLine);
+      data.push_back(start.line == lastLine ? start.character - lastStart : start.character);
+      data.push_back(stop.character - start.character);
+      data.push_back(t.type);
+      data.push_back(t.modifiers);
+      lastLine = start.line;
+      lastStart = start.character;
     }
   }
   return {{"data", data}};
@@ -550,11 +578,14 @@ json Server::codeActions(const json &params) {
   const std::string &uri = uriOf(params);
   const Analysis &a = analysisOf(uri);
   const json &range = member(params, "range");
-  const uint32_t begin =
-      offsetOf(a.file().text(), Position{member(range["start"], "line").get<int64_t>(),
-                                         member(range["start"], "character").get<int64_t>()});
-  const uint32_t end = offsetOf(a.file().text(), Position{member(range["end"], "line").get<int64_t>(),
-                                                          member(range["end"], "character").get<int64_t>()});
+  auto offset = [&](const char *key) {
+    const json &p = member(range, key);
+    const json &line = member(p, "line"), &character = member(p, "character");
+    if (!line.is_number_integer() || !character.is_number_integer())
+      throw std::invalid_argument(fmt::format("'range.{}' needs integer 'line' and 'character'", key));
+    return a.lines().offsetOf(Position{line.get<int64_t>(), character.get<int64_t>()});
+  };
+  const uint32_t begin = offset("start"), end = offset("end");
   json out = json::array();
   for (const Diagnostic &d : a.compilation().diags.sorted()) {
     if (d.fixits.empty() || d.range.end < begin || d.range.begin > end)
@@ -562,14 +593,14 @@ json Server::codeActions(const json &params) {
     json edits = json::array();
     std::string title;
     for (const FixIt &fix : d.fixits) {
-      edits.push_back({{"range", rangeJson(a.file(), fix.range)}, {"newText", fix.replacement}});
+      edits.push_back({{"range", rangeJson(a.lines(), fix.range)}, {"newText", fix.replacement}});
       if (title.empty())
         title = fix.replacement.empty() ? fmt::format("Remove '{}'", a.file().slice(fix.range))
                                         : fmt::format("Replace with '{}'", fix.replacement);
     }
     out.push_back({{"title", title},
                    {"kind", "quickfix"},
-                   {"diagnostics", json::array({{{"range", rangeJson(a.file(), d.range)},
+                   {"diagnostics", json::array({{{"range", rangeJson(a.lines(), d.range)},
                                                  {"severity", severityCode(d.severity)},
                                                  {"code", std::string(d.code())},
                                                  {"source", "netc"},
@@ -607,9 +638,23 @@ json Server::completion(const json &params) {
       item["insertText"] = snippet, item["insertTextFormat"] = 2;
     items.push_back(std::move(item));
   };
+  // The layer being written (a bundle from itself is an error): the first
+  // name of the current statement, after its layer keyword if any.
+  std::string_view self;
+  {
+    size_t i = tokens.size();
+    while (i > 0 && tokens[i - 1].kind != "SEMI" && tokens[i - 1].kind != "LBRACE" &&
+           tokens[i - 1].kind != "RBRACE")
+      --i;
+    if (i < tokens.size() &&
+        (tokens[i].kind == "INPUT" || tokens[i].kind == "HIDDEN" || tokens[i].kind == "OUTPUT"))
+      ++i;
+    if (i < tokens.size() && tokens[i].kind == "IDENT")
+      self = a.file().slice(tokens[i].range);
+  }
   auto layers = [&] {
     for (const Declaration &d : a.declarations())
-      if (d.kind == NameKind::Layer)
+      if (d.kind == NameKind::Layer && d.name != self)
         add(d.name, kCompletionClass, "layer");
   };
   auto consts = [&] {
@@ -715,7 +760,7 @@ int runServer(int inFd, int outFd, int debounceMilliseconds) {
     }
     server.handleText(body);
   }
-  return server.exited() ? server.exitCode() : 1;
+  return server.exitCode(); // at `exit` or the end of input: 0 after `shutdown`
 }
 
 } // namespace netc::lsp

@@ -47,7 +47,8 @@ public:
   bool hasPendingDiagnostics() const { return !dirty_.empty(); }
 
   bool exited() const { return exited_; }
-  /// The process exit status after `exit`: 0 if `shutdown` came first, else 1.
+  /// The process exit status (after `exit`, or at the end of input): 0 if
+  /// `shutdown` came first, else 1.
   int exitCode() const { return shutdown_ ? 0 : 1; }
 
 private:
@@ -66,7 +67,7 @@ private:
   const Analysis &analysisOf(const std::string &uri);
   const std::string &uriOf(const nlohmann::json &params) const;
   uint32_t offsetAt(const Analysis &a, const nlohmann::json &params) const;
-  nlohmann::json rangeJson(const SourceFile &file, SourceRange range) const;
+  nlohmann::json rangeJson(const LineIndex &lines, SourceRange range) const;
   void publish(const std::string &uri);
 
   nlohmann::json initialize(const nlohmann::json &params);

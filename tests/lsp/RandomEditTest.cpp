@@ -17,47 +17,55 @@
 namespace netc::lsp::testing {
 namespace {
 
-/// Byte offset of an LSP position in `text`, decoded independently of
-/// lsp/Documents.cpp: code point by code point, a 4-byte sequence being two
-/// UTF-16 units, clamped like the protocol asks.
-size_t shadowOffset(const std::string &text, int64_t line, int64_t character) {
-  size_t i = 0;
-  for (int64_t l = 0; l < line; ++l) {
-    const size_t newline = text.find('\n', i);
-    if (newline == std::string::npos)
-      return text.size();
-    i = newline + 1;
+/// The lines of `text` as the protocol counts them ("\n", "\r\n" or a lone
+/// "\r" end a line): (first byte, first byte of the line break), decoded
+/// independently of lsp/Documents.cpp.
+std::vector<std::pair<size_t, size_t>> shadowLines(const std::string &text) {
+  std::vector<std::pair<size_t, size_t>> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n' && text[i] != '\r')
+      continue;
+    lines.push_back({start, i});
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n')
+      ++i;
+    start = i + 1;
   }
-  size_t end = text.find('\n', i);
-  if (end == std::string::npos)
-    end = text.size();
-  if (end > i && text[end - 1] == '\r')
-    --end;
+  lines.push_back({start, text.size()});
+  return lines;
+}
+
+size_t utf8Length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
+/// Byte offset of an LSP position in `text`, code point by code point (a
+/// 4-byte sequence being two UTF-16 units), clamped as the protocol asks.
+size_t shadowOffset(const std::string &text, int64_t line, int64_t character) {
+  const auto lines = shadowLines(text);
+  if (line >= static_cast<int64_t>(lines.size()))
+    return text.size();
+  auto [i, end] = lines[static_cast<size_t>(line)];
   int64_t units = 0;
   while (i < end && units < character) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const size_t length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    const size_t length = utf8Length(static_cast<unsigned char>(text[i]));
     units += length == 4 ? 2 : 1;
     i += length;
   }
   return std::min(i, end);
 }
 
-/// The UTF-16 length of each line of `text` (without "\r\n").
+/// The UTF-16 length of each line of `text`, without its line break.
 std::vector<int64_t> lineLengths(const std::string &text) {
-  std::vector<int64_t> out(1, 0);
-  for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      if (out.back() > 0 && i > 0 && text[i - 1] == '\r')
-        --out.back();
-      out.push_back(0);
-      ++i;
-      continue;
+  std::vector<int64_t> out;
+  for (auto [start, end] : shadowLines(text)) {
+    int64_t units = 0;
+    for (size_t i = start; i < end;) {
+      const size_t length = utf8Length(static_cast<unsigned char>(text[i]));
+      units += length == 4 ? 2 : 1;
+      i += length;
     }
-    const size_t length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    out.back() += length == 4 ? 2 : 1;
-    i += length;
+    out.push_back(units);
   }
   return out;
 }
@@ -87,6 +95,7 @@ const char *const kPieces[] = {"hidden ",
                                ",",
                                "\n",
                                "\r\n",
+                               "\r",
                                " ",
                                "X",
                                "H1",

@@ -27,7 +27,7 @@ std::vector<std::pair<size_t, int>> codePoints(const std::string &text) {
 
 TEST(Positions, Utf16ColumnsMatchAnIndependentDecoder) {
   const std::string text = "ab\n// größe 😀 x\r\n\n😀😀z\nend";
-  const SourceFile file("t", text);
+  const LineIndex lines(text);
   // Walk every code point: positionOf and offsetOf agree with a manual count.
   int64_t line = 0, column = 0;
   for (auto [offset, units] : codePoints(text)) {
@@ -38,7 +38,7 @@ TEST(Positions, Utf16ColumnsMatchAnIndependentDecoder) {
       column = 0;
       continue;
     }
-    const Position p = positionOf(file, static_cast<uint32_t>(offset));
+    const Position p = lines.positionOf(static_cast<uint32_t>(offset));
     EXPECT_EQ(p.line, line) << offset;
     EXPECT_EQ(p.character, column) << offset;
     EXPECT_EQ(offsetOf(text, {line, column}), offset) << line << ":" << column;
@@ -55,6 +55,15 @@ TEST(Positions, Utf16ColumnsMatchAnIndependentDecoder) {
   // Inside a surrogate pair: the whole emoji is skipped.
   const size_t emoji = text.find("😀😀");
   EXPECT_EQ(offsetOf(text, {3, 1}), emoji + 4);
+  // A lone "\r" ends a line too, as the protocol says.
+  const std::string mac = "a😀\rbc\r\nd\re";
+  const LineIndex macLines(mac);
+  EXPECT_EQ(macLines.lineCount(), 4);
+  EXPECT_EQ(macLines.positionOf(static_cast<uint32_t>(mac.find('b'))).line, 1);
+  EXPECT_EQ(macLines.positionOf(static_cast<uint32_t>(mac.find('e'))).line, 3);
+  EXPECT_EQ(macLines.positionOf(static_cast<uint32_t>(mac.find('\r'))).character, 3); // after "a😀"
+  EXPECT_EQ(macLines.offsetOf({2, 0}), mac.find('d'));
+  EXPECT_EQ(macLines.offsetOf({1, 9}), mac.find("\r\n"));
 }
 
 TEST(Documents, IncrementalEditsAtUtf16Positions) {

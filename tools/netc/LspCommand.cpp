@@ -1,7 +1,7 @@
 // LspCommand.cpp -- `netc lsp [--debounce-ms N]`: the Net# language server
 // over stdio (lsp/Server.h). Editors start it; it exits after the client's
-// `exit` notification (status 0 after `shutdown`, else 1) or at the end of
-// its input.
+// `exit` notification or at the end of its input, with status 0 after
+// `shutdown`, else 1.
 #include "CommandSupport.h"
 
 #include "lsp/Server.h"
