@@ -37,3 +37,21 @@ if ((${#missing[@]})); then
 else
   echo "setup: all build dependencies are installed"
 fi
+
+# The VS Code extension's dependencies (editors/vscode/node_modules), which the
+# editor_grammar test and scripts/package_vscode.sh need: `npm ci` only when
+# node_modules is missing or older than package-lock.json, so a second run
+# installs nothing. Without the npm registry this warns and goes on (the C++
+# build does not need it); editor_grammar is then reported as skipped.
+vscode_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/editors/vscode
+if [[ -f $vscode_dir/package-lock.json ]]; then
+  if [[ ! -d $vscode_dir/node_modules || $vscode_dir/package-lock.json -nt $vscode_dir/node_modules/.package-lock.json ]]; then
+    echo "setup: installing the VS Code extension's npm packages (editors/vscode)"
+    if ! (cd "$vscode_dir" && npm ci --no-audit --no-fund); then
+      rm -rf "$vscode_dir/node_modules"
+      echo "setup: warning: npm ci failed in editors/vscode; the editor_grammar test will be skipped" >&2
+    fi
+  else
+    echo "setup: the VS Code extension's npm packages are installed"
+  fi
+fi
