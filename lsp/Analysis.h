@@ -59,8 +59,10 @@ public:
   const NameUse *useAt(uint32_t offset) const;
   /// Every use of declaration `index`, its definition first.
   std::vector<const NameUse *> usesOf(int index) const;
-  /// Markdown describing what is at `offset` (a layer, bundle, const,
-  /// attribute or function) and the range it describes; nothing elsewhere.
+  /// Markdown describing what is at `offset` and the range it describes: a
+  /// layer (its name anywhere, its shape or function), a const or a `where`
+  /// parameter (at any use), a bundle (anywhere else inside it, its
+  /// attributes included); nothing elsewhere.
   std::optional<std::pair<std::string, SourceRange>> hover(uint32_t offset) const;
   /// The IR layer of a layer declaration (null when Sema dropped it).
   const ir::Layer *irLayer(const Declaration &d) const;
