@@ -195,5 +195,31 @@ TEST(Server, HoverDefinitionReferencesAndRenameAgree) {
             kRequestFailed);
 }
 
+TEST(Server, HugeDocumentIsServed) {
+  // 20,000 layers in a chain (about 1 MB): checked, indexed and answered.
+  std::string text = "input L0 [8];\n";
+  const int layers = 20000;
+  for (int i = 1; i < layers; ++i)
+    text += "hidden L" + std::to_string(i) + " [8] from L" + std::to_string(i - 1) + " all;\n";
+  text += "output Out [2] from L" + std::to_string(layers - 1) + " all;\n";
+  Session s;
+  s.initialize();
+  const std::string uri = "file:///huge.net";
+  s.open(uri, text);
+  const size_t before = s.sent().size();
+  EXPECT_TRUE(s.server().idle());
+  std::vector<json> published = s.published(before);
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_TRUE(published[0]["diagnostics"].empty()) << published[0]["diagnostics"][0].dump();
+  json hover = s.request("textDocument/hover", at(uri, layers - 1, 8));
+  EXPECT_NE(hover["result"]["contents"]["value"].get<std::string>().find("`L" + std::to_string(layers - 1) +
+                                                                         "` [8]"),
+            std::string::npos);
+  json references = s.request("textDocument/references", at(uri, 5000, 8));
+  EXPECT_EQ(references["result"].size(), 2u); // its declaration and the next layer's `from`
+  json symbols = s.request("textDocument/documentSymbol", {{"textDocument", {{"uri", uri}}}});
+  EXPECT_EQ(symbols["result"].size(), static_cast<size_t>(layers + 1));
+}
+
 } // namespace
 } // namespace netc::lsp::testing
