@@ -6,6 +6,7 @@
 #include "frontend/ConstEvaluator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -242,6 +243,49 @@ std::string Analysis::describeBundle(const ir::Layer &layer, const ir::Bundle &b
   return out;
 }
 
+std::string Analysis::describeAttribute(const ir::Layer &layer, const ir::Bundle &bundle,
+                                        ir::Attr attr) const {
+  std::string written = "(not evaluated)";
+  if (auto it = bundle.intAttrs.find(attr); it != bundle.intAttrs.end())
+    written = list(it->second);
+  else if (auto b = bundle.boolAttrs.find(attr); b != bundle.boolAttrs.end())
+    written = fmt::format("[{}]", fmt::join(b->second, ", "));
+  else if (auto n = bundle.numberAttrs.find(attr); n != bundle.numberAttrs.end())
+    written = fmt::format("{}", n->second);
+  else if (attr == ir::Attr::Weights && bundle.weights)
+    written = fmt::format("{} values", bundle.weights->size());
+  else if (attr == ir::Attr::AvgOverFullKernel)
+    written = bundle.avgOverFullKernel ? "true" : "false";
+  std::string out = fmt::format("`{}` of the **{}** bundle from `{}` to `{}`: {}", ir::attrName(attr),
+                                ir::bundleKindName(bundle.kind), bundle.sourceName, layer.name, written);
+  // What the geometry uses per dimension, after defaults and broadcasting (D7-D9).
+  const ir::Geometry &g = bundle.geometry;
+  if (bundle.valid && !g.dims.empty()) {
+    std::string used;
+    switch (attr) {
+    case ir::Attr::Stride: used = perDim(g, [](const ir::DimGeometry &d) { return d.stride; }); break;
+    case ir::Attr::MapCount: used = perDim(g, [](const ir::DimGeometry &d) { return d.maps; }); break;
+    case ir::Attr::LowerPad: used = perDim(g, [](const ir::DimGeometry &d) { return d.lowerPad; }); break;
+    case ir::Attr::UpperPad: used = perDim(g, [](const ir::DimGeometry &d) { return d.upperPad; }); break;
+    case ir::Attr::Padding:
+      used = perDim(g, [](const ir::DimGeometry &d) { return d.lowerPad; }) + " below, " +
+             perDim(g, [](const ir::DimGeometry &d) { return d.upperPad; }) + " above";
+      break;
+    case ir::Attr::Sharing: {
+      std::vector<std::string> flags;
+      for (const ir::DimGeometry &d : g.dims)
+        flags.push_back(d.sharing ? "true" : "false");
+      used = fmt::format("[{}]", fmt::join(flags, ", "));
+      break;
+    }
+    default: break;
+    }
+    if (!used.empty())
+      out += fmt::format("\n\nper dimension, as used: {}", used);
+  }
+  return out;
+}
+
 std::optional<std::pair<std::string, SourceRange>> Analysis::hover(uint32_t offset) const {
   const ir::Network &net = compilation_->network;
   if (const NameUse *use = useAt(offset)) {
@@ -271,6 +315,17 @@ std::optional<std::pair<std::string, SourceRange>> Analysis::hover(uint32_t offs
               "`{}`: a parameter of the `where` predicate, the coordinates of a source or destination node",
               d.name),
           use->range);
+  }
+  // An attribute name inside a bundle's block.
+  for (const AttributeUse &attr : attributes_) {
+    if (!contains(attr.range, offset))
+      continue;
+    for (const ir::Attr a : ir::allAttrs())
+      if (ir::attrName(a) == attr.name)
+        for (const ir::Layer &layer : net.layers)
+          for (const ir::Bundle &bundle : layer.bundles)
+            if (contains(bundle.range, offset))
+              return std::make_pair(describeAttribute(layer, bundle, a), attr.range);
   }
   // A bundle: its kind keyword or anywhere in it that is not a name.
   for (const ir::Layer &layer : net.layers)

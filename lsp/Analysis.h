@@ -61,8 +61,8 @@ public:
   std::vector<const NameUse *> usesOf(int index) const;
   /// Markdown describing what is at `offset` and the range it describes: a
   /// layer (its name anywhere, its shape or function), a const or a `where`
-  /// parameter (at any use), a bundle (anywhere else inside it, its
-  /// attributes included); nothing elsewhere.
+  /// parameter (at any use), a bundle attribute (its value as written and as
+  /// used), a bundle (anywhere else inside it); nothing elsewhere.
   std::optional<std::pair<std::string, SourceRange>> hover(uint32_t offset) const;
   /// The IR layer of a layer declaration (null when Sema dropped it).
   const ir::Layer *irLayer(const Declaration &d) const;
@@ -72,6 +72,7 @@ private:
   void indexExpr(const ast::Expr &expr, const std::vector<std::string> &parameters);
   std::string describeLayer(const ir::Layer &layer) const;
   std::string describeBundle(const ir::Layer &layer, const ir::Bundle &bundle) const;
+  std::string describeAttribute(const ir::Layer &layer, const ir::Bundle &bundle, ir::Attr attr) const;
 
   std::unique_ptr<Compilation> compilation_;
   LineIndex lines_;

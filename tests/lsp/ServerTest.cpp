@@ -195,6 +195,25 @@ TEST(Server, HoverDefinitionReferencesAndRenameAgree) {
             kRequestFailed);
 }
 
+TEST(Server, HoverOnAnAttributeShowsItsValueAsWrittenAndAsUsed) {
+  Session s;
+  s.initialize();
+  const std::string uri = "file:///a.net";
+  s.open(uri, testfiles::readFile(testfiles::sourcePath("examples/mnist.net")));
+  // Line 2: "  InputShape = [28, 28]; KernelShape = [4, 4]; Stride = [2, 2]; MapCount = 5; }"
+  // (MapCount at columns 64-72); line 5 starts with "  Sharing".
+  json hover = s.request("textDocument/hover", at(uri, 2, 66));
+  EXPECT_EQ(
+      hover["result"]["contents"]["value"],
+      "`MapCount` of the **convolve** bundle from `Pic` to `Conv1`: [5]\n\nper dimension, as used: [5, 1]");
+  EXPECT_EQ(hover["result"]["range"]["start"], position(2, 64));
+  EXPECT_EQ(hover["result"]["range"]["end"], position(2, 72));
+  hover = s.request("textDocument/hover", at(uri, 5, 3));
+  EXPECT_EQ(hover["result"]["contents"]["value"],
+            "`Sharing` of the **convolve** bundle from `Conv1` to `Conv2`: "
+            "[false, true, true]\n\nper dimension, as used: [false, true, true]");
+}
+
 TEST(Server, HugeDocumentIsServed) {
   // 20,000 layers in a chain (about 1 MB): checked, indexed and answered.
   std::string text = "input L0 [8];\n";
