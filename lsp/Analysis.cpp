@@ -4,6 +4,7 @@
 #include "lsp/Analysis.h"
 
 #include "frontend/ConstEvaluator.h"
+#include "support/NumberText.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,29 +20,11 @@ bool contains(SourceRange range, uint32_t offset) {
   return offset >= range.begin && offset <= range.end && !range.empty();
 }
 
-std::string list(const std::vector<int64_t> &values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i)
-    out += fmt::format("{}{}", i ? ", " : "", values[i]);
-  return out + "]";
-}
-
-/// 31265 -> "31,265".
-std::string grouped(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return value < 0 ? "-" + out : out;
-}
-
 template <class Get> std::string perDim(const ir::Geometry &g, Get get) {
   std::vector<int64_t> values;
   for (const ir::DimGeometry &d : g.dims)
     values.push_back(get(d));
-  return list(values);
+  return bracketed(values);
 }
 
 } // namespace
@@ -191,18 +174,18 @@ const ir::Layer *Analysis::irLayer(const Declaration &d) const {
 std::string Analysis::describeLayer(const ir::Layer &layer) const {
   const ir::Network &net = compilation_->network;
   std::string shape =
-      layer.nodes > 0 ? list(layer.shape) : (layer.shapeAuto ? "auto (not inferred)" : "invalid");
+      layer.nodes > 0 ? bracketed(layer.shape) : (layer.shapeAuto ? "auto (not inferred)" : "invalid");
   std::string out = fmt::format("**{}** layer `{}` {}", ir::layerKindName(layer.kind), layer.name, shape);
   if (layer.shapeAuto && layer.nodes > 0)
     out += " (inferred from `auto`)";
   out += "\n\n";
-  out += fmt::format("- nodes: {}\n", grouped(layer.nodes));
+  out += fmt::format("- nodes: {}\n", groupDigits(layer.nodes));
   if (layer.kind != ir::LayerKind::Input && layer.function)
     out += fmt::format("- function: {}{}\n", ir::activationName(*layer.function),
                        layer.functionIsDefault ? " (the default)" : "");
   if (layer.kind != ir::LayerKind::Input) {
-    out += fmt::format("- parameters: {}\n", grouped(layer.params));
-    out += fmt::format("- FLOPs: {} per sample\n", grouped(layer.flops));
+    out += fmt::format("- parameters: {}\n", groupDigits(layer.params));
+    out += fmt::format("- FLOPs: {} per sample\n", groupDigits(layer.flops));
   }
   for (const ir::Bundle &b : layer.bundles)
     out += fmt::format("- from `{}`: {}\n", b.sourceName, ir::bundleKindName(b.kind));
@@ -229,17 +212,17 @@ std::string Analysis::describeBundle(const ir::Layer &layer, const ir::Bundle &b
       std::string sharing = "[";
       for (size_t i = 0; i < g.dims.size(); ++i)
         sharing += fmt::format("{}{}", i ? ", " : "", g.dims[i].sharing ? "true" : "false");
-      out += fmt::format("- Sharing: {}]\n- kernels: {} of {} weights\n", sharing, grouped(g.kernels),
-                         grouped(g.kernelSize));
+      out += fmt::format("- Sharing: {}]\n- kernels: {} of {} weights\n", sharing, groupDigits(g.kernels),
+                         groupDigits(g.kernelSize));
     }
-    out += fmt::format("- outputs: {}\n", grouped(g.outputNodes));
+    out += fmt::format("- outputs: {}\n", groupDigits(g.outputNodes));
   }
   if (bundle.kind == ir::BundleKind::Where || bundle.kind == ir::BundleKind::All)
-    out += fmt::format("- connections: {}\n", grouped(bundle.edges));
+    out += fmt::format("- connections: {}\n", groupDigits(bundle.edges));
   if (bundle.lowering.lowered)
     out += fmt::format("- kernel: {}\n", ir::kernelKindName(bundle.lowering.kernel));
-  out += fmt::format("- parameters: {}\n- FLOPs: {} per sample\n", grouped(bundle.params),
-                     grouped(bundle.flops));
+  out += fmt::format("- parameters: {}\n- FLOPs: {} per sample\n", groupDigits(bundle.params),
+                     groupDigits(bundle.flops));
   return out;
 }
 
@@ -247,7 +230,7 @@ std::string Analysis::describeAttribute(const ir::Layer &layer, const ir::Bundle
                                         ir::Attr attr) const {
   std::string written = "(not evaluated)";
   if (auto it = bundle.intAttrs.find(attr); it != bundle.intAttrs.end())
-    written = list(it->second);
+    written = bracketed(it->second);
   else if (auto b = bundle.boolAttrs.find(attr); b != bundle.boolAttrs.end())
     written = fmt::format("[{}]", fmt::join(b->second, ", "));
   else if (auto n = bundle.numberAttrs.find(attr); n != bundle.numberAttrs.end())

@@ -17,11 +17,11 @@ using nlohmann::json;
 
 namespace {
 
-const char *const kMethods[] = {"textDocument/hover",         "textDocument/definition",
-                                "textDocument/references",    "textDocument/completion",
+const char *const kMethods[] = {"textDocument/hover",          "textDocument/definition",
+                                "textDocument/references",     "textDocument/completion",
                                 "textDocument/documentSymbol", "textDocument/formatting",
-                                "textDocument/inlayHint",     "textDocument/semanticTokens/full",
-                                "textDocument/codeAction",    "textDocument/prepareRename",
+                                "textDocument/inlayHint",      "textDocument/semanticTokens/full",
+                                "textDocument/codeAction",     "textDocument/prepareRename",
                                 "textDocument/rename"};
 
 json position(const std::string &piece, size_t at) {
@@ -51,10 +51,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   };
   request("initialize", json::object());
   // Document texts must be valid UTF-8 JSON strings: replace what is not.
-  auto text = [](const std::string &s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); };
-  server.handle({{"jsonrpc", "2.0"},
-                 {"method", "textDocument/didOpen"},
-                 {"params", {{"textDocument", {{"uri", uri}, {"version", 1}, {"text", json::parse(text(pieces[0]))}}}}}});
+  auto text = [](const std::string &s) {
+    return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  server.handle(
+      {{"jsonrpc", "2.0"},
+       {"method", "textDocument/didOpen"},
+       {"params",
+        {{"textDocument", {{"uri", uri}, {"version", 1}, {"text", json::parse(text(pieces[0]))}}}}}});
   int version = 1;
   for (size_t p = 1; p < pieces.size(); ++p) {
     const std::string &piece = pieces[p];
@@ -64,10 +68,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      {"text", json::parse(text(piece.size() > 5 ? piece.substr(5) : ""))}};
       server.handle({{"jsonrpc", "2.0"},
                      {"method", "textDocument/didChange"},
-                     {"params", {{"textDocument", {{"uri", uri}, {"version", ++version}}},
-                                 {"contentChanges", json::array({change})}}}});
+                     {"params",
+                      {{"textDocument", {{"uri", uri}, {"version", ++version}}},
+                       {"contentChanges", json::array({change})}}}});
     } else if (op < 13) { // a request
-      const char *method = kMethods[(piece.size() > 1 ? static_cast<unsigned char>(piece[1]) : 0) % std::size(kMethods)];
+      const char *method =
+          kMethods[(piece.size() > 1 ? static_cast<unsigned char>(piece[1]) : 0) % std::size(kMethods)];
       request(method, {{"textDocument", {{"uri", uri}}},
                        {"position", position(piece, 2)},
                        {"range", {{"start", position(piece, 2)}, {"end", position(piece, 4)}}},

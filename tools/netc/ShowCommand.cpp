@@ -4,6 +4,8 @@
 // With errors: exit 1 and the diagnostics on stderr.
 #include "CommandSupport.h"
 
+#include "support/NumberText.h"
+
 #include "codegen/Codegen.h"
 
 #include <fmt/format.h>
@@ -44,24 +46,6 @@ PlannedMemory planMemoryOf(const ir::Network &net) {
   return m;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-/// 127495 -> "127,495"
-std::string grouped(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return (value < 0 ? "-" : "") + out;
-}
-
 std::string bytesText(int64_t bytes) {
   if (bytes >= (int64_t{1} << 20))
     return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
@@ -81,13 +65,14 @@ void printTable(const ir::Network &net, int64_t batch) {
   std::vector<std::array<std::string, 8>> rows;
   rows.push_back({"layer", "kind", "shape", "nodes", "function", "params", "FLOPs", "memory"});
   for (const ir::Layer &layer : net.layers)
-    rows.push_back({layer.name, std::string(ir::layerKindName(layer.kind)), shapeText(layer.shape),
-                    grouped(layer.nodes), functionText(layer), grouped(layer.params), grouped(layer.flops),
-                    bytesText(layer.activationBytes)});
-  std::string paramsTotal = grouped(net.params);
+    rows.push_back({layer.name, std::string(ir::layerKindName(layer.kind)), bracketed(layer.shape),
+                    groupDigits(layer.nodes), functionText(layer), groupDigits(layer.params),
+                    groupDigits(layer.flops), bytesText(layer.activationBytes)});
+  std::string paramsTotal = groupDigits(net.params);
   if (net.params != net.totalParams)
-    paramsTotal += fmt::format(" ({} before share)", grouped(net.totalParams));
-  rows.push_back({"total", "", "", "", "", paramsTotal, grouped(net.flops), bytesText(net.activationBytes)});
+    paramsTotal += fmt::format(" ({} before share)", groupDigits(net.totalParams));
+  rows.push_back(
+      {"total", "", "", "", "", paramsTotal, groupDigits(net.flops), bytesText(net.activationBytes)});
   std::array<size_t, 8> width{};
   for (const auto &row : rows)
     for (size_t i = 0; i < row.size(); ++i)
@@ -112,7 +97,8 @@ void printTable(const ir::Network &net, int64_t batch) {
   }
   std::printf(
       "\nparameters: %s unique trainable values; forward: %s FLOPs and %s of activations per sample\n",
-      grouped(net.params).c_str(), grouped(net.flops).c_str(), bytesText(net.activationBytes).c_str());
+      groupDigits(net.params).c_str(), groupDigits(net.flops).c_str(),
+      bytesText(net.activationBytes).c_str());
   PlannedMemory m = planMemoryOf(net);
   if (!m.available)
     return;
@@ -183,7 +169,7 @@ void printDot(const ir::Network &net) {
     std::string shape = layer.kind == ir::LayerKind::Input    ? "parallelogram"
                         : layer.kind == ir::LayerKind::Output ? "doubleoctagon"
                                                               : "box";
-    std::string label = fmt::format("{}\\n{} {}", dotEscape(layer.name), shapeText(layer.shape),
+    std::string label = fmt::format("{}\\n{} {}", dotEscape(layer.name), bracketed(layer.shape),
                                     layer.function ? std::string(ir::activationName(*layer.function)) : "");
     std::printf("  L%zu [label=\"%s\", shape=%s];\n", i, label.c_str(), shape.c_str());
   }
