@@ -15,6 +15,7 @@
 #include "runtime/optim/Schedule.h"
 #include "runtime/train/Safetensors.h"
 #include "runtime/train/Trainer.h"
+#include "support/Spelling.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 
 namespace netc {
@@ -131,6 +133,27 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return out;
 }
 
+/// How the run's weights start, for the run header: "init xavier", "resumed
+/// from CKPT at epoch E, step S" or "init from CKPT (epoch E)" with the
+/// layers --init-skip leaves fresh.
+std::string startText(const TrainSettings &s, train::InitKind init,
+                      const std::optional<train::SafetensorsFile> &startFile) {
+  std::string fresh = fmt::format(
+      "init {}{}", s.init,
+      init == train::InitKind::Uniform ? fmt::format(" (diameter {:g})", s.initDiameter) : std::string());
+  if (!startFile)
+    return fresh;
+  const int64_t epoch = startFile->metadataInt("epoch").value_or(0);
+  if (!s.resume.empty())
+    return fmt::format("resumed from {} at epoch {}, step {}", s.resume, epoch,
+                       startFile->metadataInt("step").value_or(0));
+  std::string skipped;
+  for (const std::string &layer : s.initSkip)
+    skipped += (skipped.empty() ? "" : ", ") + layer;
+  return fmt::format("init from {} (epoch {}){}", s.initFrom, epoch,
+                     skipped.empty() ? std::string() : fmt::format(", {} fresh: {}", skipped, fresh));
+}
+
 } // namespace
 
 TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, TrainListener *listener) {
@@ -179,14 +202,52 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   auto init = train::parseInit(s.init);
   if (!init)
     return usage(init.message());
-  auto normalizerKind = data::parseNormalizerKind(s.normalize);
-  if (!normalizerKind)
-    return usage("--normalize: " + normalizerKind.message());
-
-  // ---- data ----
+  std::optional<data::NormalizerSpec> givenNormalizer;
+  if (s.normalize) {
+    auto spec = data::parseNormalizer(*s.normalize);
+    if (!spec)
+      return usage("--normalize: " + spec.message());
+    givenNormalizer = *spec;
+  }
   if (s.dataDir.empty())
     return usage("--data is required: a folder with train-images-idx3-ubyte / train-labels-idx1-ubyte (MNIST "
                  "names, raw or .gz) or train.csv (run scripts/prepare_mnist.sh to make data/mnist)");
+  if (!s.resume.empty() && !s.initFrom.empty())
+    return usage(
+        "--resume and --init-from exclude each other: --resume continues a run (its epochs, optimizer "
+        "state and data position), --init-from starts a new run from a checkpoint's weights");
+  if (!s.initSkip.empty() && s.initFrom.empty())
+    return usage("--init-skip needs --init-from: it names the layers left freshly initialised when a run "
+                 "starts from a checkpoint's weights");
+
+  // ---- the checkpoint a run starts from (--resume or --init-from) ----
+  // Read before anything else: a run that cannot start from it writes nothing.
+  const std::string &startPath = !s.resume.empty() ? s.resume : s.initFrom;
+  std::optional<train::SafetensorsFile> startFile;
+  std::optional<data::Normalizer> recordedNormalizer;
+  if (!startPath.empty()) {
+    auto file = train::readSafetensors(startPath);
+    if (!file)
+      return input(file.message());
+    startFile = std::move(*file);
+    recordedNormalizer = data::Normalizer(); // absent: none, as `netc predict` reads it
+    if (auto text = startFile->metadataString("normalizer")) {
+      auto recorded = data::Normalizer::fromJson(*text);
+      if (!recorded)
+        return input(fmt::format("{}: bad normalizer metadata: {}", startPath, recorded.message()));
+      recordedNormalizer = std::move(*recorded);
+    }
+    // A resumed run sees the inputs it was trained on: another normalizer is refused.
+    if (!s.resume.empty() && givenNormalizer && *givenNormalizer != recordedNormalizer->spec())
+      return usage(fmt::format(
+          "--normalize {} differs from the normalizer {} recorded in {}, which the run was trained with; "
+          "drop "
+          "--normalize to keep it (or start a new run from these weights: --init-from {} --normalize {})",
+          data::normalizerText(*givenNormalizer), data::normalizerText(recordedNormalizer->spec()), s.resume,
+          s.resume, data::normalizerText(*givenNormalizer)));
+  }
+
+  // ---- data ----
   auto folder = data::loadDataFolder(s.dataDir);
   if (!folder)
     return input(folder.message());
@@ -194,13 +255,13 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   std::optional<data::Dataset> testSet = std::move(folder->test);
   // A resumed run without --seed continues with its checkpoint's seed: the
   // validation split and the shuffling must be those of the first run (a
-  // checkpoint that cannot be read is refused by the trainer below).
+  // checkpoint that cannot be read was refused above).
   // The same holds for the validation fraction: a resumed run keeps its own,
   // and another one given with --resume is refused.
   std::optional<uint64_t> givenSeed = s.seed;
   double validationFraction = s.validationFraction.value_or(0);
   if (!s.resume.empty())
-    if (auto checkpoint = train::readSafetensors(s.resume)) {
+    if (const train::SafetensorsFile *checkpoint = &*startFile) {
       if (auto shuffle = checkpoint->metadataString("shuffle"); shuffle && !givenSeed)
         if (auto state = data::ShuffleState::fromJson(*shuffle))
           givenSeed = state->seed;
@@ -297,7 +358,63 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
         }
         return input(st.message());
       }
-  data::Normalizer normalizer = data::Normalizer::fit(*normalizerKind, trainSet);
+  // --init-skip: the parameters of the named layers start fresh.
+  std::set<std::string> freshParameters;
+  for (const std::string &layerName : s.initSkip) {
+    auto layer = std::find_if(net.layers.begin(), net.layers.end(),
+                              [&](const ir::Layer &l) { return l.name == layerName; });
+    if (layer == net.layers.end()) {
+      std::vector<std::string_view> names;
+      for (const ir::Layer &l : net.layers)
+        names.push_back(l.name);
+      auto close = closestMatch(layerName, names);
+      return usage(fmt::format("--init-skip: network '{}' has no layer '{}'{}", net.name, layerName,
+                               close ? fmt::format("; did you mean '{}'?", *close) : std::string()));
+    }
+    const auto index = static_cast<int>(layer - net.layers.begin());
+    bool owns = false;
+    for (const plan::Parameter &p : plan->parameters)
+      for (const ir::ParamRef &owner : p.owners)
+        if (owner.layer == index) {
+          freshParameters.insert(p.name);
+          owns = true;
+        }
+    if (!owns)
+      return usage(fmt::format("--init-skip: layer '{}' has no weights or biases to leave fresh (its "
+                               "parameters are those of its incoming bundles and its biases)",
+                               layerName));
+  }
+  // The classes of the output layer, and how many of them the labels use.
+  const bool classifies = train::isClassification(*plan);
+  const int64_t classes = !classifies ? 0 : plan->outputNodes == 1 ? 2 : plan->outputNodes;
+  int64_t classesUsed = 0;
+  if (classifies) {
+    std::vector<bool> seen(static_cast<size_t>(classes), false);
+    for (const data::Dataset *d :
+         {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
+      if (d)
+        for (float label : d->labels) // checkLabels made them integers in [0, classes)
+          seen[static_cast<size_t>(label)] = true;
+    classesUsed = std::count(seen.begin(), seen.end(), true);
+  }
+  // The normalizer: a resumed run's own; by default the one the weights of
+  // --init-from were trained with; else fitted on the training data.
+  data::Normalizer normalizer;
+  std::string normalizerNote;
+  if (recordedNormalizer && (!s.resume.empty() || !givenNormalizer)) {
+    normalizer = *recordedNormalizer;
+    normalizerNote = fmt::format(" (recorded in {})", startPath);
+  } else {
+    normalizer = data::Normalizer::fit(givenNormalizer.value_or(data::NormalizerSpec()), trainSet);
+    if (recordedNormalizer)
+      normalizerNote = fmt::format(" (re-fitted on the training data; {} recorded {})", startPath,
+                                   data::normalizerText(recordedNormalizer->spec()));
+  }
+  if (normalizer.kind() != data::NormalizerKind::None && normalizer.featureCount() != trainSet.featureCount)
+    return input(fmt::format("{}: its {} normalizer is for {} features but the samples of {} have {}{}",
+                             startPath, data::normalizerText(normalizer.spec()), normalizer.featureCount(),
+                             s.dataDir, trainSet.featureCount,
+                             s.resume.empty() ? "; pass --normalize to fit one on this data" : ""));
   for (data::Dataset *d : {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
     if (d)
       if (Status st = normalizer.apply(*d); !st)
@@ -325,6 +442,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   if (!s.metricsFile.empty())
     t.metricsFiles.push_back(s.metricsFile);
   t.resumeFrom = s.resume;
+  t.initFrom = s.initFrom;
+  t.freshParameters = freshParameters;
   t.evaluatesValidation = validation.has_value();
   t.info.network = net.name;
   t.info.sourceHash = train::hashSource(compiled->source);
@@ -332,7 +451,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   t.info.extra["task"] = taskText(options.task);
   t.info.extra["input_size"] = std::to_string(trainSet.featureCount);
   t.info.extra["input_shape"] = nlohmann::json(trainSet.sampleShape).dump();
-  t.info.extra["classes"] = std::to_string(options.classCount.value_or(0));
+  t.info.extra["classes"] = std::to_string(classes);
   t.info.extra["hidden_nodes"] = std::to_string(s.hiddenNodes);
   t.info.extra["validation"] = fmt::format("{:.17g}", validationFraction);
   result.outDir = t.outDir;
@@ -342,20 +461,24 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   result.params = net.params;
   if (listener) {
     std::vector<std::string> setup = {
-        fmt::format("network {}: {} parameters, task {}, loss {}", net.name, net.params,
-                    taskText(options.task), plan::lossName(plan->loss)),
+        fmt::format("network {}: {} parameters, task {}{}, loss {}", net.name, net.params,
+                    taskText(options.task),
+                    !classifies ? std::string()
+                                : fmt::format(", {} classes{}", classes,
+                                              classesUsed < classes
+                                                  ? fmt::format(" (the labels use {} of them)", classesUsed)
+                                                  : std::string()),
+                    plan::lossName(plan->loss)),
         fmt::format("data {}: {} training samples{} of {} features, normalizer {}", s.dataDir, trainSet.count,
                     evalSet
                         ? fmt::format(", {} {} samples", evalSet->count, validation ? "validation" : "test")
                         : std::string(),
-                    trainSet.featureCount, data::normalizerName(*normalizerKind)),
-        fmt::format("training {} epochs, batch {}, {} lr {:g}{}{}, init {}{}, seed {}, {} thread(s) on {}",
-                    s.epochs, s.batch, s.optimizer, hyper.learningRate,
+                    trainSet.featureCount, data::normalizerText(normalizer.spec()) + normalizerNote),
+        fmt::format("training {} epochs, batch {}, {} lr {:g}{}{}, {}, seed {}, {} thread(s) on {}", s.epochs,
+                    s.batch, s.optimizer, hyper.learningRate,
                     hyper.momentum > 0 ? fmt::format(" momentum {:g}", hyper.momentum) : std::string(),
-                    s.schedule != "constant" ? ", schedule " + s.schedule : std::string(), s.init,
-                    *init == train::InitKind::Uniform ? fmt::format(" (diameter {:g})", s.initDiameter)
-                                                      : std::string(),
-                    seed, runtime::cpu::threadCount(), (*backend)->name())};
+                    s.schedule != "constant" ? ", schedule " + s.schedule : std::string(),
+                    startText(s, *init, startFile), seed, runtime::cpu::threadCount(), (*backend)->name())};
     listener->onSetup(setup);
   }
   train::Trainer trainer(*plan, **backend, trainSet, evalSet, t);

@@ -60,6 +60,8 @@ public:
   const T &operator*() const & { return value(); }
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
+  /// The value, or `fallback` on error.
+  T value_or(T fallback) const & { return ok() ? std::get<0>(state_) : std::move(fallback); }
   const std::string &message() const {
     assert(!ok());
     return std::get<1>(state_).message;

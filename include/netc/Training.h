@@ -42,16 +42,22 @@ struct TrainSettings {
   std::string schedule = "constant";                   ///< constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]
   std::string init = "uniform";                        ///< uniform (D15), xavier, he
   float initDiameter = 0.1f;
-  std::optional<uint64_t> seed;     ///< none: drawn from the clock (reported back)
-  int threads = 0;                  ///< 0: all cores
-  std::string normalize = "minmax"; ///< minmax, gaussian, none
+  std::optional<uint64_t> seed; ///< none: drawn from the clock (reported back)
+  int threads = 0;              ///< 0: all cores
+  /// minmax, global-minmax, gaussian, scale:S (x / S) or none. Unset: minmax,
+  /// or with `resume` / `initFrom` the normalizer recorded in the checkpoint.
+  std::optional<std::string> normalize;
   bool shuffle = true;
   /// Held out of training, evaluated each epoch when no test set; unset: 0,
   /// or a resumed run's own fraction (kept in its checkpoint).
   std::optional<double> validationFraction;
-  std::string outDir;            ///< default runs/<network name>
-  std::string metricsFile;       ///< extra JSON-lines metrics file
-  std::string resume;            ///< checkpoint to continue from
+  std::string outDir;      ///< default runs/<network name>
+  std::string metricsFile; ///< extra JSON-lines metrics file
+  std::string resume;      ///< checkpoint to continue from
+  /// Checkpoint whose weights start a new run (epoch 0, fresh optimizer state).
+  std::string initFrom;
+  /// Layers left freshly initialised when starting from `initFrom`.
+  std::vector<std::string> initSkip;
   Task task = Task::Unspecified; ///< default: from the labels
   int64_t hiddenNodes = 100;
   std::string backend = "cpu";

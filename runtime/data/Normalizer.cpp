@@ -1,7 +1,8 @@
 // Normalizer.cpp -- fitting, applying and (de)serialising the per-feature
 // affine normalizers (see Normalizer.h). Statistics are accumulated in
 // double; the fitted offset and scale are floats, applied as
-// (x - offset) * scale like ML.NET's affine normalizer.
+// (x - offset) * scale like ML.NET's affine normalizer. A fixed scale is a
+// float division, x / S, as image pipelines write it.
 #include "runtime/data/Normalizer.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace netc::data {
@@ -20,6 +22,7 @@ std::string_view normalizerName(NormalizerKind kind) {
   case NormalizerKind::MinMax: return "minmax";
   case NormalizerKind::Gaussian: return "gaussian";
   case NormalizerKind::GlobalMinMax: return "global-minmax";
+  case NormalizerKind::Scale: return "scale";
   }
   return "none";
 }
@@ -32,21 +35,70 @@ Expected<NormalizerKind> parseNormalizerKind(std::string_view name) {
         out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
   };
-  for (NormalizerKind kind :
-       {NormalizerKind::None, NormalizerKind::MinMax, NormalizerKind::Gaussian, NormalizerKind::GlobalMinMax})
+  for (NormalizerKind kind : {NormalizerKind::None, NormalizerKind::MinMax, NormalizerKind::Gaussian,
+                              NormalizerKind::GlobalMinMax, NormalizerKind::Scale})
     if (squeeze(name) == squeeze(normalizerName(kind)))
       return kind;
-  return fail(fmt::format("unknown normalizer '{}'; expected none, minmax, gaussian or global-minmax", name));
+  return fail(fmt::format(
+      "unknown normalizer '{}'; expected none, minmax, global-minmax, gaussian or scale:S (e.g. scale:255)",
+      name));
 }
 
-Normalizer Normalizer::fit(NormalizerKind kind, const Dataset &train) {
+std::string normalizerText(const NormalizerSpec &spec) {
+  if (spec.kind == NormalizerKind::Scale)
+    return fmt::format("scale:{}", spec.divisor);
+  return std::string(normalizerName(spec.kind));
+}
+
+namespace {
+
+/// The divisor of "scale:S": a positive, finite float.
+Expected<float> parseDivisor(std::string_view text) {
+  const std::string digits(text);
+  char *end = nullptr;
+  const double value = std::strtod(digits.c_str(), &end);
+  const auto single = static_cast<float>(value);
+  if (digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(value) ||
+      !std::isfinite(single) || !(single > 0) || std::isspace(static_cast<unsigned char>(digits[0])))
+    return fail(fmt::format("scale:S needs a positive, finite number S (x / S; e.g. scale:255 for 8-bit "
+                            "pixels), got '{}'",
+                            text));
+  return single;
+}
+
+} // namespace
+
+Expected<NormalizerSpec> parseNormalizer(std::string_view text) {
+  const size_t colon = text.find(':');
+  Expected<NormalizerKind> kind = parseNormalizerKind(text.substr(0, colon));
+  if (!kind)
+    return kind.error();
+  if (*kind != NormalizerKind::Scale) {
+    if (colon != std::string_view::npos)
+      return fail(fmt::format("normalizer '{}' takes no setting, got '{}'", normalizerName(*kind), text));
+    return NormalizerSpec(*kind);
+  }
+  if (colon == std::string_view::npos)
+    return fail(
+        "scale needs its divisor: scale:S divides every feature by S (e.g. scale:255 for 8-bit pixels)");
+  Expected<float> divisor = parseDivisor(text.substr(colon + 1));
+  if (!divisor)
+    return divisor.error();
+  return NormalizerSpec(NormalizerKind::Scale, *divisor);
+}
+
+Normalizer Normalizer::fit(const NormalizerSpec &spec, const Dataset &train) {
   Normalizer result;
-  result.kind_ = kind;
-  if (kind == NormalizerKind::None)
+  result.spec_ = spec;
+  if (spec.kind == NormalizerKind::None)
     return result;
+  result.features_ = train.featureCount;
+  if (spec.kind == NormalizerKind::Scale)
+    return result; // nothing to fit: x / divisor
   const auto features = static_cast<size_t>(train.featureCount);
   result.offset_.assign(features, 0.0f);
   result.scale_.assign(features, 0.0f);
+  const NormalizerKind kind = spec.kind;
 
   if (kind == NormalizerKind::GlobalMinMax) {
     // One scale for every feature: 1 / the largest |value| in the training
@@ -99,22 +151,27 @@ Normalizer Normalizer::fit(NormalizerKind kind, const Dataset &train) {
 }
 
 Status Normalizer::applyRow(std::span<float> row) const {
-  if (kind_ == NormalizerKind::None)
+  if (kind() == NormalizerKind::None)
     return Status::success();
   if (static_cast<int64_t>(row.size()) != featureCount())
     return fail(fmt::format("the {} normalizer was fitted on {} features but a sample has {}",
-                            normalizerName(kind_), featureCount(), row.size()));
+                            normalizerText(spec_), featureCount(), row.size()));
+  if (kind() == NormalizerKind::Scale) {
+    for (float &x : row)
+      x = x / spec_.divisor;
+    return Status::success();
+  }
   for (size_t f = 0; f < row.size(); ++f)
     row[f] = (row[f] - offset_[f]) * scale_[f];
   return Status::success();
 }
 
 Status Normalizer::apply(Dataset &data) const {
-  if (kind_ == NormalizerKind::None)
+  if (kind() == NormalizerKind::None)
     return Status::success();
   if (data.featureCount != featureCount())
     return fail(fmt::format("{}: the {} normalizer was fitted on {} features but this data set has {}",
-                            data.origin, normalizerName(kind_), featureCount(), data.featureCount));
+                            data.origin, normalizerText(spec_), featureCount(), data.featureCount));
   for (int64_t i = 0; i < data.count; ++i) {
     Status status =
         applyRow({data.features.data() + i * data.featureCount, static_cast<size_t>(data.featureCount)});
@@ -127,12 +184,13 @@ Status Normalizer::apply(Dataset &data) const {
 std::string Normalizer::toJson() const {
   // Each float is written as the double it widens to, whose shortest
   // round-trip text parses back to the same double and so the same float.
-  std::vector<double> offset(offset_.begin(), offset_.end());
-  std::vector<double> scale(scale_.begin(), scale_.end());
-  nlohmann::json j = {{"normalizer", std::string(normalizerName(kind_))},
-                      {"features", featureCount()},
-                      {"offset", std::move(offset)},
-                      {"scale", std::move(scale)}};
+  nlohmann::json j = {{"normalizer", std::string(normalizerName(kind()))}, {"features", featureCount()}};
+  if (kind() == NormalizerKind::Scale) {
+    j["divisor"] = static_cast<double>(spec_.divisor);
+    return j.dump();
+  }
+  j["offset"] = std::vector<double>(offset_.begin(), offset_.end());
+  j["scale"] = std::vector<double>(scale_.begin(), scale_.end());
   return j.dump();
 }
 
@@ -180,7 +238,20 @@ Expected<Normalizer> Normalizer::fromJson(std::string_view text) {
     return fail(fmt::format("normalizer: \"none\" has no per-feature values but \"features\" is {}", count));
 
   Normalizer result;
-  result.kind_ = *kind;
+  result.spec_ = NormalizerSpec(*kind);
+  result.features_ = count;
+  if (*kind == NormalizerKind::Scale) {
+    auto divisor = j.find("divisor");
+    if (divisor == j.end() || !divisor->is_number())
+      return fail("normalizer: \"divisor\" (of scale) is missing or not a number");
+    const double number = divisor->get<double>();
+    const auto single = static_cast<float>(number);
+    if (!std::isfinite(number) || !std::isfinite(single) || !(single > 0))
+      return fail(
+          fmt::format("normalizer: \"divisor\" is {}; it must be a positive, finite 32-bit float", number));
+    result.spec_ = NormalizerSpec(NormalizerKind::Scale, single);
+    return result;
+  }
   if (Status status = readFloats(j, "offset", count, result.offset_); !status)
     return fail(status.message());
   if (Status status = readFloats(j, "scale", count, result.scale_); !status)

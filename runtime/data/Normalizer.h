@@ -3,8 +3,11 @@
 // x' = (x - offset) * scale. Min-max follows Azure ML / ML.NET's default
 // ("fixZero": offset 0, scale 1 / max(|min|, |max|), so 0 stays 0; a constant
 // feature maps to 0); Gaussian uses the population mean and standard deviation
-// (a feature with zero deviation is only centred). The fitted values
-// serialise to a JSON string for checkpoint metadata and parse back exactly.
+// (a feature with zero deviation is only centred); a fixed scale divides every
+// feature by a given number (`scale:255` is x / 255, the usual image input, as
+// a float division so that other frameworks' inputs are reproduced exactly).
+// The fitted values serialise to a JSON string for checkpoint metadata and
+// parse back exactly.
 #pragma once
 
 #include "runtime/data/Dataset.h"
@@ -19,12 +22,27 @@
 namespace netc::data {
 
 /// The normalisation methods.
-enum class NormalizerKind { None, MinMax, Gaussian, GlobalMinMax };
+enum class NormalizerKind { None, MinMax, Gaussian, GlobalMinMax, Scale };
 
-/// "none", "minmax", "gaussian" or "global-minmax".
+/// "none", "minmax", "gaussian", "global-minmax" or "scale".
 std::string_view normalizerName(NormalizerKind kind);
 /// Parses a name written by normalizerName (case-insensitive; "min-max" too).
 Expected<NormalizerKind> parseNormalizerKind(std::string_view name);
+
+/// A normalisation method with its setting, as `--normalize` names it.
+struct NormalizerSpec {
+  NormalizerKind kind = NormalizerKind::MinMax;
+  float divisor = 1; ///< Scale only: x' = x / divisor
+  NormalizerSpec() = default;
+  NormalizerSpec(NormalizerKind k, float d = 1) : kind(k), divisor(k == NormalizerKind::Scale ? d : 1) {}
+  bool operator==(const NormalizerSpec &) const = default;
+};
+
+/// "minmax", "gaussian", ..., or "scale:255".
+std::string normalizerText(const NormalizerSpec &spec);
+/// Parses `--normalize`: a kind name, or "scale:S" with S a positive, finite
+/// number; the message says what is accepted.
+Expected<NormalizerSpec> parseNormalizer(std::string_view text);
 
 /// A fitted per-feature normalizer.
 class Normalizer {
@@ -32,12 +50,15 @@ public:
   /// The identity (kind None); applies to any feature count.
   Normalizer() = default;
 
-  /// Fits `kind` on `train`'s features.
-  static Normalizer fit(NormalizerKind kind, const Dataset &train);
+  /// Fits `spec` on `train`'s features.
+  static Normalizer fit(const NormalizerSpec &spec, const Dataset &train);
 
-  NormalizerKind kind() const { return kind_; }
+  NormalizerKind kind() const { return spec_.kind; }
+  /// The method and its setting (what `--normalize` would name).
+  const NormalizerSpec &spec() const { return spec_; }
   /// The feature count it was fitted on (0 for None).
-  int64_t featureCount() const { return static_cast<int64_t>(offset_.size()); }
+  int64_t featureCount() const { return features_; }
+  /// Per-feature values of the affine kinds (empty for None and Scale).
   const std::vector<float> &offset() const { return offset_; }
   const std::vector<float> &scale() const { return scale_; }
 
@@ -48,13 +69,15 @@ public:
   Status applyRow(std::span<float> row) const;
 
   /// A JSON object: {"normalizer": "...", "features": N, "offset": [...],
-  /// "scale": [...]}; floats are written so that they parse back bit-exactly.
+  /// "scale": [...]}, or for Scale {"normalizer": "scale", "features": N,
+  /// "divisor": S}; floats are written so that they parse back bit-exactly.
   std::string toJson() const;
   /// Parses toJson's output, checking kind, sizes and that numbers are finite.
   static Expected<Normalizer> fromJson(std::string_view text);
 
 private:
-  NormalizerKind kind_ = NormalizerKind::None;
+  NormalizerSpec spec_{NormalizerKind::None};
+  int64_t features_ = 0;
   std::vector<float> offset_;
   std::vector<float> scale_;
 };

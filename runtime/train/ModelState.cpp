@@ -115,7 +115,7 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
 
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
                                         runtime::Backend &backend, bool withOptimizerState,
-                                        std::string_view optimizer) {
+                                        std::string_view optimizer, const std::set<std::string> &keepAsIs) {
   auto file = readSafetensors(path);
   if (!file)
     return file.error();
@@ -137,22 +137,29 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     return fail(fmt::format("{} was trained with optimizer '{}'; resume it with --optimizer {}", path,
                             info.optimizer.empty() ? "none" : info.optimizer,
                             info.optimizer.empty() ? "sgd" : info.optimizer));
+  const std::string ofNetwork = info.network.empty()
+                                    ? std::string()
+                                    : fmt::format(" (the checkpoint is of network '{}')", info.network);
 
-  // Structure first: every parameter present with the right shape, no extras.
+  // Structure first: every parameter present with the right shape, no
+  // extras; the first tensor that differs is named with both shapes.
   std::set<std::string> expected, states;
   for (const plan::Parameter &p : plan.parameters) {
     expected.insert(p.name);
-    const Tensor *t = file->find(p.name);
-    if (!t)
-      return fail(
-          fmt::format("{}: checkpoint of another network: it has no tensor '{}' (shape {}) that network "
-                      "'{}' needs (the checkpoint is of network '{}')",
-                      path, p.name, shapeText(p.shape), plan.network, info.network));
-    if (t->shape != p.shape)
-      return fail(fmt::format("{}: tensor '{}' has shape {} in the checkpoint but {} in network '{}'", path,
-                              p.name, shapeText(t->shape), shapeText(p.shape), plan.network));
     for (int s = 0; s < optim::kMaxStateSlots; ++s)
       states.insert(stateName(p, static_cast<size_t>(s), info.optimizer));
+    if (keepAsIs.count(p.name))
+      continue;
+    const Tensor *t = file->find(p.name);
+    if (!t)
+      return fail(fmt::format("{}: checkpoint of another network: tensor '{}' has shape {} in network '{}' "
+                              "but is absent from the checkpoint{}",
+                              path, p.name, shapeText(p.shape), plan.network, ofNetwork));
+    if (t->shape != p.shape)
+      return fail(fmt::format("{}: checkpoint of another network: tensor '{}' has shape {} in network '{}' "
+                              "but {} in the checkpoint{}",
+                              path, p.name, shapeText(p.shape), plan.network, shapeText(t->shape),
+                              ofNetwork));
     if (withOptimizerState)
       for (size_t s = 0; s < p.state.size(); ++s) {
         expected.insert(stateName(p, s, info.optimizer));
@@ -167,10 +174,9 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     if (expected.count(t.name))
       continue;
     if (!states.count(t.name))
-      return fail(
-          fmt::format("{}: checkpoint of another network: tensor '{}' (shape {}) has no counterpart in "
-                      "network '{}'",
-                      path, t.name, shapeText(t.shape), plan.network));
+      return fail(fmt::format("{}: checkpoint of another network: tensor '{}' has shape {} in the "
+                              "checkpoint{} but is absent from network '{}'",
+                              path, t.name, shapeText(t.shape), ofNetwork, plan.network));
     if (withOptimizerState)
       return fail(fmt::format("{}: it holds optimizer state '{}' that this run would drop (it was written "
                               "with optimizer '{}' and other settings); resume with the same --optimizer and "
@@ -178,6 +184,8 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
                               path, t.name, info.optimizer));
   }
   for (const plan::Parameter &p : plan.parameters) {
+    if (keepAsIs.count(p.name))
+      continue;
     auto values = file->find(p.name)->toF32(p.shape);
     if (!values)
       return values.error();

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 namespace netc::train {
@@ -50,10 +51,14 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
 /// parameters (and optimizer state when `withOptimizerState`), after checking
 /// that every parameter is present with the plan's shape and no extra ones
 /// are, and (with state) that it was written by `optimizer` with the same
-/// state slots; returns its info.
+/// state slots; returns its info. The first tensor that differs is named
+/// with both shapes. Parameters named in `keepAsIs` are neither checked nor
+/// loaded (`netc train --init-skip`): the backend keeps what it holds, and
+/// the file's tensors of the same names may have any shape or be absent.
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
                                         runtime::Backend &backend, bool withOptimizerState,
-                                        std::string_view optimizer = {});
+                                        std::string_view optimizer = {},
+                                        const std::set<std::string> &keepAsIs = {});
 
 /// A stable hash of a network's text (FNV-1a, 64-bit, hex).
 std::string hashSource(std::string_view text);

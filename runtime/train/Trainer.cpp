@@ -128,6 +128,16 @@ Status Trainer::start(TrainObserver &observer) {
                                 options_.resumeFrom, state->seed, state->seed));
     }
   }
+  // A new run from a checkpoint's weights: everything is initialised as in
+  // any new run (fresh optimizer state), then the checkpoint's parameters
+  // replace all but the fresh ones.
+  if (!options_.initFrom.empty()) {
+    initializeParameters(plan_, backend_, options_.init);
+    auto info = loadCheckpoint(options_.initFrom, plan_, backend_, /*withOptimizerState=*/false, {},
+                               options_.freshParameters);
+    if (!info)
+      return info.error();
+  }
   if (!options_.outDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.outDir, ec);
@@ -152,7 +162,7 @@ Status Trainer::start(TrainObserver &observer) {
       std::ofstream(path, std::ios::trunc);
     else if (Status st = trimMetricsForResume(path, firstEpoch_); !st)
       return st;
-  if (!resuming)
+  if (!resuming && options_.initFrom.empty())
     initializeParameters(plan_, backend_, options_.init);
   return Status::success();
 }
@@ -320,8 +330,13 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
           plan_.loss == plan::LossKind::CrossEntropy && report.trainLoss >= 0.97 * std::log(classes);
       if ((flat || chanceLoss) && atChance && batches >= 2) {
         hinted = true;
+        const std::string &startedFrom =
+            !options_.resumeFrom.empty() ? options_.resumeFrom : options_.initFrom;
         std::string init =
-            options_.init.kind == InitKind::Uniform
+            !startedFrom.empty() ? fmt::format("the weights of {} may not suit this data or these settings: "
+                                               "check --normalize and --lr",
+                                               startedFrom)
+            : options_.init.kind == InitKind::Uniform
                 ? fmt::format("with the initial-weights diameter {:g} (--init-diameter; Azure's "
                               "default is 0.1) deep sigmoid networks start flat: try "
                               "--init-diameter 1.0 or --init xavier",

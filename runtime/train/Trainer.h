@@ -15,6 +15,7 @@
 #include "runtime/train/ModelState.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct TrainOptions {
   std::string outDir;                    // last.safetensors, best.safetensors, metrics.jsonl ("" = none)
   std::vector<std::string> metricsFiles; // extra JSON-lines files
   std::string resumeFrom;                // a checkpoint to continue from
+  std::string initFrom;                  // a checkpoint whose weights start a new run
+  std::set<std::string> freshParameters; // with initFrom: parameters left as initialised
   bool evaluatesValidation = false;      // the per-epoch evaluation set is a validation split
   CheckpointInfo info;                   // network, source hash, normalizer... stored in checkpoints
 };

@@ -1,6 +1,7 @@
-// NormalizerTest.cpp -- min-max (ML.NET fixZero), Gaussian and none against
-// hand-computed values, single rows, and the JSON form: exact round trips
-// and refusal of malformed text.
+// NormalizerTest.cpp -- min-max (ML.NET fixZero), Gaussian, a fixed scale
+// (x / S as a float division) and none against hand-computed values, single
+// rows, `--normalize` texts, and the JSON form: exact round trips and refusal
+// of malformed text.
 #include "runtime/data/Normalizer.h"
 #include "DataTestSupport.h"
 #include "runtime/data/DataFolder.h"
@@ -117,14 +118,79 @@ TEST(NormalizerTest, Names) {
   EXPECT_THAT(bad.message(), HasSubstr("'binning'"));
 }
 
+TEST(NormalizerTest, FixedScaleDividesEveryFeatureExactly) {
+  // x / 255 as image pipelines compute it (a float division, not a
+  // multiplication by the rounded 1/255), whatever the data's maximum is.
+  Dataset data = table({{0, 1, 2, 3}, {128, 200, 254, 17}});
+  Expected<NormalizerSpec> spec = parseNormalizer("scale:255");
+  ASSERT_TRUE(spec) << spec.message();
+  EXPECT_EQ(spec->kind, NormalizerKind::Scale);
+  EXPECT_EQ(spec->divisor, 255.0f);
+  EXPECT_EQ(normalizerText(*spec), "scale:255");
+  Normalizer n = Normalizer::fit(*spec, data);
+  EXPECT_EQ(n.featureCount(), 4);
+  std::vector<float> expected;
+  for (float x : data.features)
+    expected.push_back(x / 255.0f);
+  ASSERT_TRUE(n.apply(data));
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(std::memcmp(&data.features[i], &expected[i], sizeof(float)), 0) << i;
+  // 3 / 255 and 3 * (1 / 255) differ in the last bit: the division is what is computed.
+  volatile float three = 3, reciprocal = 1.0f / 255.0f;
+  EXPECT_NE(three / 255.0f, three * reciprocal);
+  EXPECT_EQ(data.features[3], three / 255.0f);
+  std::vector<float> row = {3};
+  ASSERT_FALSE(n.applyRow(row)); // fitted on 4 features
+  row = {3, 0, 0, 0};
+  ASSERT_TRUE(n.applyRow(row));
+  EXPECT_EQ(row[0], three / 255.0f);
+
+  Expected<NormalizerSpec> fraction = parseNormalizer("Scale:0.5");
+  ASSERT_TRUE(fraction) << fraction.message();
+  EXPECT_EQ(normalizerText(*fraction), "scale:0.5");
+}
+
+TEST(NormalizerTest, NormalizeTextsAreValidated) {
+  EXPECT_EQ(parseNormalizer("minmax")->kind, NormalizerKind::MinMax);
+  EXPECT_EQ(parseNormalizer("global-minmax")->kind, NormalizerKind::GlobalMinMax);
+  EXPECT_EQ(normalizerText(*parseNormalizer("Gaussian")), "gaussian");
+  struct Case {
+    const char *text;
+    const char *message;
+  };
+  for (const Case &c : {
+           Case{"scale", "scale needs its divisor"},
+           Case{"scale:", "positive, finite number S"},
+           Case{"scale:0", "positive, finite number S"},
+           Case{"scale:-255", "positive, finite number S"},
+           Case{"scale:abc", "got 'abc'"},
+           Case{"scale:255x", "got '255x'"},
+           Case{"scale: 255", "got ' 255'"},
+           Case{"scale:inf", "positive, finite number S"},
+           Case{"scale:nan", "positive, finite number S"},
+           Case{"scale:1e39", "positive, finite number S"},
+           Case{"minmax:3", "normalizer 'minmax' takes no setting"},
+           Case{"binning", "unknown normalizer 'binning'"},
+           Case{"", "unknown normalizer ''"},
+       }) {
+    Expected<NormalizerSpec> spec = parseNormalizer(c.text);
+    ASSERT_FALSE(spec) << c.text;
+    EXPECT_THAT(spec.message(), HasSubstr(c.message)) << c.text;
+  }
+}
+
 TEST(NormalizerTest, JsonRoundTripIsExact) {
   Dataset data = table({{0.1f, 1e-7f, 3}, {0.7f, -2e-5f, 3.3f}, {0.3f, 5e-6f, 1e6f}});
-  for (NormalizerKind kind : {NormalizerKind::None, NormalizerKind::MinMax, NormalizerKind::Gaussian}) {
+  for (NormalizerSpec kind :
+       {NormalizerSpec(NormalizerKind::None), NormalizerSpec(NormalizerKind::MinMax),
+        NormalizerSpec(NormalizerKind::Gaussian), NormalizerSpec(NormalizerKind::GlobalMinMax),
+        NormalizerSpec(NormalizerKind::Scale, 255), NormalizerSpec(NormalizerKind::Scale, 0.1f)}) {
     Normalizer n = Normalizer::fit(kind, data);
     std::string json = n.toJson();
     Expected<Normalizer> back = Normalizer::fromJson(json);
     ASSERT_TRUE(back) << back.message() << "\n" << json;
-    EXPECT_EQ(back->kind(), kind);
+    EXPECT_EQ(back->kind(), kind.kind);
+    EXPECT_EQ(back->spec(), n.spec());
     ASSERT_EQ(back->featureCount(), n.featureCount());
     for (size_t f = 0; f < n.scale().size(); ++f) {
       EXPECT_EQ(std::memcmp(&back->scale()[f], &n.scale()[f], sizeof(float)), 0) << json;
@@ -152,6 +218,11 @@ TEST(NormalizerTest, JsonIsValidated) {
            Case{R"({"normalizer":"minmax","features":1,"offset":[0],"scale":[1e300]})",
                 "not a finite 32-bit"},
            Case{R"({"normalizer":"minmax","features":1,"offset":[0]})", "\"scale\" is missing"},
+           Case{R"({"normalizer":"scale","features":1})", "\"divisor\" (of scale) is missing"},
+           Case{R"({"normalizer":"scale","features":1,"divisor":"255"})", "not a number"},
+           Case{R"({"normalizer":"scale","features":1,"divisor":0})", "positive, finite 32-bit float"},
+           Case{R"({"normalizer":"scale","features":1,"divisor":-1})", "positive, finite 32-bit float"},
+           Case{R"({"normalizer":"scale","features":1,"divisor":1e300})", "positive, finite 32-bit float"},
        }) {
     Expected<Normalizer> n = Normalizer::fromJson(c.text);
     ASSERT_FALSE(n) << c.text;

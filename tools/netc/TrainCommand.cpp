@@ -126,10 +126,10 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
                   "Random seed for initialisation and shuffling (default: from the clock, "
                   "printed; Azure: blank)");
   cmd->add_option("--threads", s.threads, "CPU threads (0: all cores)")->capture_default_str();
-  cmd->add_option(
-         "--normalize", s.normalize,
-         "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian or none")
-      ->capture_default_str();
+  cmd->add_option("--normalize", s.normalize,
+                  "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian, "
+                  "scale:S (x / S, e.g. scale:255 for 8-bit pixels) or none (default: minmax; with --resume "
+                  "or --init-from, the one recorded in the checkpoint)");
   cmd->add_flag("!--no-shuffle", s.shuffle, "Keep the data in file order (Azure: shuffle)");
   cmd->add_option("--validation", s.validationFraction,
                   "Fraction of the training data held out and evaluated after each epoch (default 0; with "
@@ -145,7 +145,16 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
                   "Folder for last.safetensors, best.safetensors and metrics.jsonl "
                   "(default: runs/<network name>)");
   cmd->add_option("--metrics", s.metricsFile, "Also write the metrics (JSON lines) to this file");
-  cmd->add_option("--resume", s.resume, "Continue from a checkpoint (e.g. runs/mnist/last.safetensors)");
+  cmd->add_option("--resume", s.resume,
+                  "Continue a run from its checkpoint (e.g. runs/mnist/last.safetensors): its epoch, step, "
+                  "optimizer state, data position, seed and normalizer");
+  cmd->add_option("--init-from", s.initFrom,
+                  "Start a new run (epoch 0, fresh optimizer state, this run's flags) from the weights of a "
+                  "checkpoint of the same network; keeps its normalizer unless --normalize is given");
+  cmd->add_option("--init-skip", s.initSkip,
+                  "With --init-from: layers whose weights and biases start fresh instead (e.g. a new output "
+                  "layer); several names, or a comma-separated list")
+      ->delimiter(',');
   cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
   cmd->add_option("--progress", args->progress, "auto, bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
