@@ -102,9 +102,24 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   auto file = train::readSafetensors(checkpointPath);
   if (!file)
     return input(file.message());
+  if (Status format = train::checkCheckpointFormat(*file, checkpointPath); !format)
+    return input(format.message());
+  // What the weights were trained for: without these the outputs would be
+  // computed from other inputs, or read as another task, silently.
+  auto task = file->metadataString("task");
+  if (!task || parseTaskText(*task) == Task::Unspecified)
+    return input(fmt::format("{}: its metadata has {} \"task\" (multiclass, binary or regression), so its "
+                             "outputs cannot be read (docs/training.md, \"The checkpoint layout\")",
+                             checkpointPath, task ? "a bad" : "no"));
+  if (!file->metadataString("normalizer"))
+    return input(fmt::format("{}: its metadata has no \"normalizer\", so the inputs its weights expect are "
+                             "unknown; a checkpoint for raw inputs records "
+                             "{{\"normalizer\":\"none\",\"features\":0,\"offset\":[],\"scale\":[]}} "
+                             "(docs/training.md, \"The checkpoint layout\")",
+                             checkpointPath));
   CompileOptions compileOptions;
   compileOptions.inputSize = metadataInt(*file, "input_size");
-  compileOptions.task = parseTaskText(file->metadataString("task").ok() ? *file->metadataString("task") : "");
+  compileOptions.task = parseTaskText(*task);
   if (auto classes = metadataInt(*file, "classes"); classes && *classes > 0)
     compileOptions.classCount = *classes;
   if (auto hidden = metadataInt(*file, "hidden_nodes"); hidden && *hidden > 0)
@@ -136,12 +151,15 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   auto info = train::loadCheckpoint(checkpointPath, impl->plan, *impl->backend, /*withOptimizerState=*/false);
   if (!info)
     return input(info.message());
-  if (auto it = info->extra.find("normalizer"); it != info->extra.end()) {
-    auto normalizer = data::Normalizer::fromJson(it->second);
-    if (!normalizer)
-      return input(fmt::format("{}: bad normalizer metadata: {}", checkpointPath, normalizer.message()));
-    impl->normalizer = std::move(*normalizer);
-  }
+  auto normalizer = data::Normalizer::fromJson(info->extra.at("normalizer"));
+  if (!normalizer)
+    return input(fmt::format("{}: bad normalizer metadata: {}", checkpointPath, normalizer.message()));
+  if (normalizer->kind() != data::NormalizerKind::None &&
+      normalizer->featureCount() != impl->plan.featureCount)
+    return input(fmt::format("{}: its {} normalizer is for {} features but network '{}' reads {}",
+                             checkpointPath, data::normalizerText(normalizer->spec()),
+                             normalizer->featureCount(), impl->name, impl->plan.featureCount));
+  impl->normalizer = std::move(*normalizer);
   if (auto it = info->extra.find("input_shape"); it != info->extra.end())
     impl->inputShape = parseShape(it->second);
   if (impl->inputShape.empty())

@@ -230,12 +230,32 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
     if (!file)
       return input(file.message());
     startFile = std::move(*file);
-    recordedNormalizer = data::Normalizer(); // absent: none, as `netc predict` reads it
+    if (Status format = train::checkCheckpointFormat(*startFile, startPath); !format)
+      return input(format.message());
+    // A run continues only from what a run records (docs/training.md, "The
+    // checkpoint layout"); weights alone start a new run.
+    if (!s.resume.empty())
+      for (const char *key : {"epoch", "step"})
+        if (!startFile->metadataInt(key))
+          return input(
+              fmt::format("{}: its metadata has no \"{}\" (a decimal integer), so it cannot continue "
+                          "a run; start a new run from its weights with --init-from {}",
+                          startPath, key, startPath));
     if (auto text = startFile->metadataString("normalizer")) {
       auto recorded = data::Normalizer::fromJson(*text);
       if (!recorded)
         return input(fmt::format("{}: bad normalizer metadata: {}", startPath, recorded.message()));
       recordedNormalizer = std::move(*recorded);
+    } else if (!s.resume.empty() || !givenNormalizer) {
+      // Unknown inputs: guessing would train on other inputs than the weights saw.
+      return input(fmt::format("{}: its metadata has no \"normalizer\", so the inputs its weights expect are "
+                               "unknown; {}",
+                               startPath,
+                               s.resume.empty()
+                                   ? "pass --normalize to fit one on the training data (none for "
+                                     "raw inputs)"
+                                   : "add the one the run used (docs/training.md, \"The checkpoint "
+                                     "layout\")"));
     }
     // A resumed run sees the inputs it was trained on: another normalizer is refused.
     if (!s.resume.empty() && givenNormalizer && *givenNormalizer != recordedNormalizer->spec())
@@ -409,6 +429,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
     if (recordedNormalizer)
       normalizerNote = fmt::format(" (re-fitted on the training data; {} recorded {})", startPath,
                                    data::normalizerText(recordedNormalizer->spec()));
+    else if (startFile)
+      normalizerNote = fmt::format(" (fitted on the training data; {} records no normalizer)", startPath);
   }
   if (normalizer.kind() != data::NormalizerKind::None && normalizer.featureCount() != trainSet.featureCount)
     return input(fmt::format("{}: its {} normalizer is for {} features but the samples of {} have {}{}",

@@ -113,16 +113,22 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
   return writeSafetensorsAtomic(path, file);
 }
 
+Status checkCheckpointFormat(const SafetensorsFile &file, const std::string &path) {
+  auto format = file.metadataString("format");
+  if (!format || *format != "netc-checkpoint")
+    return fail(
+        fmt::format("{}: not a netc checkpoint (its metadata has no \"format\": \"netc-checkpoint\")", path));
+  return Status::success();
+}
+
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
                                         runtime::Backend &backend, bool withOptimizerState,
                                         std::string_view optimizer, const std::set<std::string> &keepAsIs) {
   auto file = readSafetensors(path);
   if (!file)
     return file.error();
-  auto format = file->metadataString("format");
-  if (!format || *format != "netc-checkpoint")
-    return fail(
-        fmt::format("{}: not a netc checkpoint (its metadata has no \"format\": \"netc-checkpoint\")", path));
+  if (Status format = checkCheckpointFormat(*file, path); !format)
+    return Error{format.message()};
   CheckpointInfo info;
   for (const auto &[key, value] : file->metadata)
     info.extra[key] = value;

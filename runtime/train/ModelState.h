@@ -17,6 +17,8 @@
 
 namespace netc::train {
 
+struct SafetensorsFile;
+
 enum class InitKind { Uniform, Xavier, He };
 std::string_view initName(InitKind kind);
 Expected<InitKind> parseInit(std::string_view name);
@@ -46,6 +48,10 @@ struct CheckpointInfo {
 /// loaded plan with `info`, atomically.
 Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const runtime::Backend &backend,
                       const CheckpointInfo &info, bool withOptimizerState = true);
+
+/// Fails unless the safetensors file read from `path` is a netc checkpoint
+/// (its metadata has "format": "netc-checkpoint").
+Status checkCheckpointFormat(const SafetensorsFile &file, const std::string &path);
 
 /// Reads a checkpoint written by saveCheckpoint into the loaded plan's
 /// parameters (and optimizer state when `withOptimizerState`), after checking

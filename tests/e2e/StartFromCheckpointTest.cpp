@@ -331,6 +331,61 @@ TEST(ResumeNormalizer, AnotherExplicitNormalizerIsRefusedNamingBoth) {
   EXPECT_EQ(same.epochs.size(), size_t(1));
 }
 
+// ---- hand-made checkpoints without the metadata that says how to read them ----
+
+TEST(RequiredMetadata, MissingKeysAreRefusedInsteadOfGuessed) {
+  // Without "epoch"/"step" a run cannot continue; without "normalizer" the
+  // inputs the weights expect are unknown; without "task" the outputs cannot
+  // be read. Each is refused with the key named and what to do; only
+  // --init-from with an explicit --normalize can do without a normalizer.
+  TempFolder tmp;
+  TrainSettings s = quickSettings(tmp.file("run"));
+  s.epochs = 1;
+  ASSERT_TRUE(trainNetwork(seedNet(), s).ok());
+  const std::string whole = tmp.file("run/last.safetensors");
+  for (const char *key : {"epoch", "step", "normalizer"}) {
+    SCOPED_TRACE(key);
+    const std::string cut = tmp.file(std::string("no-") + key + ".safetensors");
+    rewriteCheckpoint(whole, cut, {{key, ""}});
+    TrainSettings resumed = quickSettings(tmp.file("resumed"));
+    resumed.resume = cut;
+    TrainResult r = trainNetwork(seedNet(), resumed);
+    EXPECT_EQ(r.failure, FailureKind::Input) << describe(r);
+    EXPECT_CONTAINS(r.error, cut + ": its metadata has no \"" + key + "\"");
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("resumed")));
+  }
+  const std::string noNormalizer = tmp.file("no-normalizer.safetensors");
+  TrainSettings init = quickSettings(tmp.file("init"));
+  init.epochs = 1;
+  init.initFrom = noNormalizer;
+  TrainResult refused = trainNetwork(seedNet(), init);
+  EXPECT_EQ(refused.failure, FailureKind::Input) << describe(refused);
+  EXPECT_CONTAINS(refused.error, "pass --normalize to fit one on the training data");
+  init.normalize = "minmax";
+  SetupRecorder setup;
+  ASSERT_TRUE(trainNetwork(seedNet(), init, &setup).ok());
+  EXPECT_CONTAINS(setup.text, "normalizer minmax (fitted on the training data; " + noNormalizer +
+                                  " records no normalizer)");
+
+  ModelOptions oneThread;
+  oneThread.threads = 1;
+  ModelResult m = Model::load(seedNet(), noNormalizer, oneThread);
+  EXPECT_EQ(m.failure, FailureKind::Input);
+  EXPECT_CONTAINS(m.error, noNormalizer + ": its metadata has no \"normalizer\"");
+  rewriteCheckpoint(whole, tmp.file("no-task.safetensors"), {{"task", ""}});
+  m = Model::load(seedNet(), tmp.file("no-task.safetensors"), oneThread);
+  EXPECT_EQ(m.failure, FailureKind::Input);
+  EXPECT_CONTAINS(m.error, "its metadata has no \"task\" (multiclass, binary or regression)");
+  rewriteCheckpoint(whole, tmp.file("bad-task.safetensors"), {{"task", "ranking"}});
+  m = Model::load(seedNet(), tmp.file("bad-task.safetensors"), oneThread);
+  EXPECT_CONTAINS(m.error, "its metadata has a bad \"task\"");
+  // The weights alone with the keys that say how to read them load.
+  rewriteCheckpoint(whole, tmp.file("weights.safetensors"),
+                    {{"epoch", ""}, {"step", ""}, {"shuffle", ""}, {"rng", ""}, {"hyperparameters", ""}});
+  m = Model::load(seedNet(), tmp.file("weights.safetensors"), oneThread);
+  EXPECT_TRUE(m.model.has_value()) << m.error;
+}
+
 // ---- the classes the labels use ----
 
 TEST(Classes, FewerClassesInTheLabelsAreRecordedAsTheOutputLayersAndReported) {
