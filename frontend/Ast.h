@@ -90,6 +90,10 @@ struct Lambda {
   Identifier dst;
   ExprPtr body;
   SourceRange range;
+  /// A parameter or the body is missing, or error recovery repaired the
+  /// lambda (a syntax error, already reported): its parameter names may be
+  /// empty or not what was written, so Sema does not check it.
+  bool incomplete = false;
 };
 
 struct BundleDecl {

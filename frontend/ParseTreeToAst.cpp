@@ -65,6 +65,16 @@ private:
     return token && token->getType() != Token::EOF && validIndex(token->getStartIndex()) &&
            validIndex(token->getTokenIndex());
   }
+  /// Whether error recovery repaired the rule itself (gave up on it, or
+  /// conjured or skipped one of its own tokens): `(s s)` read as `(s, s)`.
+  static bool repaired(antlr4::ParserRuleContext *ctx) {
+    if (ctx->exception)
+      return true;
+    for (antlr4::tree::ParseTree *child : ctx->children)
+      if (dynamic_cast<antlr4::tree::ErrorNode *>(child))
+        return true;
+    return false;
+  }
   ast::Identifier ident(Token *token) const {
     if (!real(token))
       return {};
@@ -244,6 +254,7 @@ private:
         ast::Lambda l;
         l.src = ident(lambda->src);
         l.dst = ident(lambda->dst);
+        l.incomplete = !real(lambda->src) || !real(lambda->dst) || !lambda->expr() || repaired(lambda);
         l.body = buildExpr(lambda->expr());
         l.range = rangeOf(lambda);
         bundle.lambda = std::move(l);

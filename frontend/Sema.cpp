@@ -270,7 +270,7 @@ private:
       }
       bundle.kind = *kind;
       lowerBundleAttributes(b, bundle);
-      if (b.lambda && bundle.source >= 0) {
+      if (b.lambda && !b.lambda->incomplete && bundle.source >= 0) {
         size_t srcRank =
             std::max<size_t>(1, layerDecls_[static_cast<size_t>(bundle.source)]->shape.dims.size());
         size_t dstRank = std::max<size_t>(1, decl.shape.dims.size());
@@ -278,6 +278,7 @@ private:
         if (!bundle.predicate)
           bundle.valid = false;
       } else if (b.kind == ast::BundleSyntax::Where) {
+        // No lambda, or one that did not parse (reported): nothing to check.
         bundle.valid = false;
       }
       layer.bundles.push_back(std::move(bundle));

@@ -44,6 +44,42 @@ constexpr int kSymbolClass = 5, kSymbolConstant = 14, kSymbolObject = 19;
 constexpr int kCompletionKeyword = 14, kCompletionFunction = 3, kCompletionClass = 7,
               kCompletionProperty = 10, kCompletionConstant = 21, kCompletionSnippet = 15;
 
+/// The text a snippet inserts, for a client without snippet support: each
+/// placeholder `${1:text}` becomes its text, tab stops `$1`/`${1}` vanish and
+/// `\$`, `\}`, `\\` lose their backslash.
+std::string snippetAsPlainText(std::string_view snippet) {
+  std::string out;
+  size_t placeholders = 0; // `${n:` opened and not yet closed
+  for (size_t i = 0; i < snippet.size(); ++i) {
+    const char c = snippet[i];
+    if (c == '\\' && i + 1 < snippet.size() &&
+        (snippet[i + 1] == '$' || snippet[i + 1] == '}' || snippet[i + 1] == '\\')) {
+      out += snippet[++i];
+    } else if (c == '$' && i + 1 < snippet.size() &&
+               std::isdigit(static_cast<unsigned char>(snippet[i + 1]))) {
+      while (i + 1 < snippet.size() && std::isdigit(static_cast<unsigned char>(snippet[i + 1])))
+        ++i;
+    } else if (c == '$' && i + 1 < snippet.size() && snippet[i + 1] == '{') {
+      size_t j = i + 2;
+      while (j < snippet.size() && std::isdigit(static_cast<unsigned char>(snippet[j])))
+        ++j;
+      if (j < snippet.size() && snippet[j] == '}') {
+        i = j; // ${1}
+      } else if (j < snippet.size() && snippet[j] == ':') {
+        i = j; // ${1:text}: keep the text, drop the closing brace below
+        ++placeholders;
+      } else {
+        out += c;
+      }
+    } else if (c == '}' && placeholders > 0) {
+      --placeholders;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 int severityCode(Severity s) {
   return s == Severity::Error ? 1 : s == Severity::Warning ? 2 : 3;
 }
@@ -337,7 +373,20 @@ void Server::didChange(const json &params) {
 
 // ---- features ----
 
-json Server::initialize(const json &) {
+json Server::initialize(const json &params) {
+  // textDocument.completion.completionItem.snippetSupport: only a client that
+  // declares it gets snippets (insertTextFormat 2); a missing or malformed
+  // path means no.
+  const json *at = &params;
+  for (const char *key : {"capabilities", "textDocument", "completion", "completionItem", "snippetSupport"}) {
+    auto it = at->is_object() ? at->find(key) : at->end();
+    if (it == at->end()) {
+      at = nullptr;
+      break;
+    }
+    at = &*it;
+  }
+  snippetSupport_ = at && at->is_boolean() && at->get<bool>();
   json legend = json::array();
   for (const char *type : kTokenTypes)
     legend.push_back(type);
@@ -634,8 +683,10 @@ json Server::completion(const json &params) {
   auto add = [&](const std::string &label, int kind, const std::string &detail,
                  const std::string &snippet = {}) {
     json item = {{"label", label}, {"kind", kind}, {"detail", detail}};
-    if (!snippet.empty())
+    if (!snippet.empty() && snippetSupport_)
       item["insertText"] = snippet, item["insertTextFormat"] = 2;
+    else if (!snippet.empty())
+      item["insertText"] = snippetAsPlainText(snippet), item["insertTextFormat"] = 1;
     items.push_back(std::move(item));
   };
   // The layer being written (a bundle from itself is an error): the first
@@ -652,9 +703,12 @@ json Server::completion(const json &params) {
     if (i < tokens.size() && tokens[i].kind == "IDENT")
       self = a.file().slice(tokens[i].range);
   }
+  // Sources for a bundle: not the layer being written (NS0306) and not an
+  // output layer (NS0308).
   auto layers = [&] {
     for (const Declaration &d : a.declarations())
-      if (d.kind == NameKind::Layer && d.name != self)
+      if (d.kind == NameKind::Layer && d.name != self &&
+          !(d.layer && d.layer->kind == ast::LayerKind::Output))
         add(d.name, kCompletionClass, "layer");
   };
   auto consts = [&] {

@@ -94,6 +94,8 @@ private:
   std::map<std::string, Cached> cache_;
   std::set<std::string> dirty_;
   bool initialized_ = false, shutdown_ = false, exited_ = false;
+  /// The client declared completionItem.snippetSupport at initialize.
+  bool snippetSupport_ = false;
 };
 
 /// Serves LSP over file descriptors until `exit` or the end of input;

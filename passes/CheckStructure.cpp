@@ -2,13 +2,18 @@
 // one output, at least one input, bundles only into trainable layers, no
 // self-bundles, the output never a source, no cycles (the error shows the
 // cycle, with a note at each link), and warnings for hidden layers that do
-// not reach the output and for two bundles from one source. It also fills in
-// the network's input/output indices and each layer's depth from the output.
+// not reach the output (not for those cut off only by a wrong bundle source,
+// which that error counts instead) and for two bundles from one source. It
+// also fills in the network's input/output indices and each layer's depth
+// from the output.
 #include "passes/Pipeline.h"
 
 #include <fmt/format.h>
 
+#include <deque>
 #include <functional>
+#include <map>
+#include <unordered_map>
 
 namespace netc {
 
@@ -137,7 +142,130 @@ void checkCycles(ir::Network &net, DiagnosticEngine &diags) {
   }
 }
 
-/// Depth from the output (longest path, output = 0) and the unused-layer warning.
+/// Finds the layers that do not lead to the output only because a bundle on
+/// the way names its source wrongly: an unknown layer (NS0302) or its own
+/// layer (NS0306), in a layer that leads to the output (or is itself cut off
+/// only by such an error). The layer the bundle meant is the did-you-mean of
+/// its NS0302 when that is a cut-off layer; otherwise (no suggestion, one that
+/// leads to the output anyway, a self-reference) it may be any cut-off layer
+/// that nothing reads. That layer and the cut-off layers leading to it are
+/// claimed by the error, which gets a note with the number of hidden ones,
+/// and get no NS0312. Every layer is claimed at most once: the work is linear
+/// in layers, bundles and diagnostics.
+std::vector<char> claimCutOffLayers(const ir::Network &net, const std::vector<int> &depth,
+                                    DiagnosticEngine &diags) {
+  const size_t n = net.layers.size();
+  std::vector<char> claimed(n, 0);
+  auto wrongSource = [&](size_t layer, const ir::Bundle &bundle) {
+    return (bundle.source < 0 && !bundle.sourceName.empty()) || bundle.source == static_cast<int>(layer);
+  };
+  bool any = false;
+  for (size_t i = 0; i < n && !any; ++i)
+    if (depth[i] >= 0)
+      for (const ir::Bundle &bundle : net.layers[i].bundles)
+        any = any || wrongSource(i, bundle);
+  if (!any)
+    return claimed;
+
+  std::unordered_map<std::string_view, int> indexOf;
+  std::vector<char> read(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    indexOf.try_emplace(net.layers[i].name, static_cast<int>(i));
+    for (const ir::Bundle &bundle : net.layers[i].bundles)
+      if (bundle.source >= 0 && bundle.source != static_cast<int>(i))
+        read[static_cast<size_t>(bundle.source)] = 1;
+  }
+  // The layer Sema's did-you-mean (the fix-it of NS0302) suggests for an
+  // unknown source, by the source's position.
+  std::unordered_map<uint32_t, int> suggestions;
+  for (const Diagnostic &d : diags.diagnostics())
+    if (d.id == DiagId::UnknownLayer && d.fixits.size() == 1)
+      if (auto it = indexOf.find(d.fixits.front().replacement); it != indexOf.end())
+        suggestions.emplace(d.range.begin, it->second);
+  std::vector<int> unread; // cut-off layers nothing reads: what an unnamed source may have meant
+  for (size_t i = 0; i < n; ++i)
+    if (depth[i] < 0 && !read[i])
+      unread.push_back(static_cast<int>(i));
+
+  struct WrongSource {
+    DiagId id = DiagId::UnknownLayer;
+    SourceRange range;
+    int meant = -1; // the suggested layer, -1 when unknown
+  };
+  std::deque<WrongSource> named, unnamed; // suggestions first, so a guess does not take their layers
+  auto enqueue = [&](size_t layer) {
+    for (const ir::Bundle &bundle : net.layers[layer].bundles) {
+      if (!wrongSource(layer, bundle))
+        continue;
+      if (bundle.source >= 0) {
+        unnamed.push_back({DiagId::SelfBundle, bundle.sourceRange, -1});
+        continue;
+      }
+      auto s = suggestions.find(bundle.sourceRange.begin);
+      const int meant = s != suggestions.end() && depth[static_cast<size_t>(s->second)] < 0 ? s->second : -1;
+      (meant >= 0 ? named : unnamed).push_back({DiagId::UnknownLayer, bundle.sourceRange, meant});
+    }
+  };
+  // Claims `root` and the unclaimed cut-off layers leading to it; returns how
+  // many of them are hidden (the NS0312 warnings the error stands for).
+  auto claim = [&](int root) {
+    if (depth[static_cast<size_t>(root)] >= 0 || claimed[static_cast<size_t>(root)])
+      return size_t{0};
+    size_t count = 0;
+    std::vector<int> stack{root};
+    claimed[static_cast<size_t>(root)] = 1;
+    while (!stack.empty()) {
+      const int layer = stack.back();
+      stack.pop_back();
+      count += net.layers[static_cast<size_t>(layer)].kind == ir::LayerKind::Hidden ? 1 : 0;
+      enqueue(static_cast<size_t>(layer));
+      for (const ir::Bundle &bundle : net.layers[static_cast<size_t>(layer)].bundles) {
+        const int source = bundle.source;
+        if (source >= 0 && source != layer && depth[static_cast<size_t>(source)] < 0 &&
+            !claimed[static_cast<size_t>(source)]) {
+          claimed[static_cast<size_t>(source)] = 1;
+          stack.push_back(source);
+        }
+      }
+    }
+    return count;
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (depth[i] >= 0)
+      enqueue(i);
+  std::map<std::pair<DiagId, uint32_t>, size_t> cutOff; // (error, where) -> layers it cuts off
+  while (!named.empty() || !unnamed.empty()) {
+    WrongSource wrong;
+    size_t count = 0;
+    if (!named.empty()) {
+      wrong = named.front();
+      named.pop_front();
+      count = claim(wrong.meant);
+    } else {
+      wrong = unnamed.front();
+      unnamed.pop_front();
+      for (int layer : unread)
+        count += claim(layer);
+      unread.clear(); // all claimed now
+    }
+    if (count > 0)
+      cutOff[{wrong.id, wrong.range.begin}] += count;
+  }
+  if (!cutOff.empty())
+    for (DiagId id : {DiagId::UnknownLayer, DiagId::SelfBundle})
+      diags.addNotes(id, [&](const Diagnostic &d) {
+        std::vector<DiagNote> notes;
+        auto it = cutOff.find({id, d.range.begin});
+        if (it != cutOff.end())
+          notes.push_back({d.range, fmt::format("this cuts off {} hidden {} from the output", it->second,
+                                                it->second == 1 ? "layer" : "layers")});
+        return notes;
+      });
+  return claimed;
+}
+
+/// Depth from the output (longest path, output = 0) and the unused-layer
+/// warning, except for layers cut off by a wrong source (claimCutOffLayers).
 void computeDepths(ir::Network &net, DiagnosticEngine &diags) {
   if (net.output < 0)
     return;
@@ -168,10 +296,11 @@ void computeDepths(ir::Network &net, DiagnosticEngine &diags) {
       queued[static_cast<size_t>(layer)] = 0;
     frontier.swap(next);
   }
+  const std::vector<char> claimed = claimCutOffLayers(net, depth, diags);
   for (size_t i = 0; i < n; ++i) {
     ir::Layer &layer = net.layers[i];
     layer.depth = depth[i];
-    if (depth[i] < 0 && layer.kind == ir::LayerKind::Hidden && layer.valid)
+    if (depth[i] < 0 && layer.kind == ir::LayerKind::Hidden && layer.valid && !claimed[i])
       diags.report(DiagId::UnusedLayer, layer.nameRange, layer.name);
   }
 }

@@ -25,6 +25,15 @@ public:
   void setErrorLimit(size_t limit) { errorLimit_ = limit; }
   /// Moves every diagnostic of `other` into this engine.
   void absorb(DiagnosticEngine &&other);
+  /// Lets a later stage explain an earlier diagnostic: appends the notes
+  /// `notesFor(d)` returns (a std::vector<DiagNote>) to each diagnostic `d`
+  /// reported with `id`, in report order. Nothing else of it changes.
+  template <typename NotesFor> void addNotes(DiagId id, NotesFor &&notesFor) {
+    for (Diagnostic &d : diagnostics_)
+      if (d.id == id)
+        for (DiagNote &note : notesFor(static_cast<const Diagnostic &>(d)))
+          d.notes.push_back(std::move(note));
+  }
 
   const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
   std::vector<Diagnostic> take() { return std::move(diagnostics_); }

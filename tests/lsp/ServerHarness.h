@@ -42,8 +42,9 @@ public:
   void notify(const std::string &method, json params = json::object()) {
     server_.handle({{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}});
   }
-  void initialize() {
-    json r = request("initialize", {{"capabilities", json::object()}});
+  /// initialize (with the client's `capabilities`) and initialized.
+  void initialize(json capabilities = json::object()) {
+    json r = request("initialize", {{"capabilities", std::move(capabilities)}});
     ASSERT_TRUE(r.contains("result")) << r.dump();
     notify("initialized");
   }

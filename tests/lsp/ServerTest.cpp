@@ -214,6 +214,79 @@ TEST(Server, HoverOnAnAttributeShowsItsValueAsWrittenAndAsUsed) {
             "[false, true, true]\n\nper dimension, as used: [false, true, true]");
 }
 
+TEST(Server, CompletionSendsSnippetsOnlyToClientsThatSupportThem) {
+  // Positions where completion offers snippets: after `from Pic ` (bundle
+  // kinds), inside `convolve { ` (attributes), between statements ("hidden layer").
+  const std::string text =
+      "input Pic [28, 28];\n"
+      "hidden C [5, 13, 13] from Pic convolve { InputShape = [28, 28]; KernelShape = [4, 4]; "
+      "Stride = [2, 2]; MapCount = 5; }\n"
+      "output Out [10] from C all;\n";
+  const json snippets = {
+      {"textDocument", {{"completion", {{"completionItem", {{"snippetSupport", true}}}}}}}};
+  const json noSnippets = {
+      {"textDocument", {{"completion", {{"completionItem", {{"snippetSupport", false}}}}}}}};
+  const json malformed = {
+      {"textDocument", {{"completion", {{"completionItem", {{"snippetSupport", "yes"}}}}}}}};
+  for (const json &capabilities : {json::object(), noSnippets, malformed, json(5), snippets}) {
+    SCOPED_TRACE(capabilities.dump());
+    const bool supported = capabilities == snippets;
+    Session s;
+    s.initialize(capabilities);
+    const std::string uri = "file:///c.net";
+    s.open(uri, text);
+    size_t withInsertText = 0;
+    for (const json &where : {at(uri, 1, 30), at(uri, 1, 41), at(uri, 3, 0)}) {
+      json r = s.request("textDocument/completion", where);
+      ASSERT_TRUE(r["result"]["items"].is_array()) << r.dump();
+      for (const json &item : r["result"]["items"]) {
+        if (!item.contains("insertText"))
+          continue;
+        ++withInsertText;
+        const std::string insert = item["insertText"].get<std::string>();
+        if (supported) {
+          EXPECT_EQ(item["insertTextFormat"], 2) << item.dump();
+        } else {
+          EXPECT_EQ(item["insertTextFormat"], 1) << item.dump();
+          EXPECT_EQ(insert.find('$'), std::string::npos) << item.dump();
+        }
+      }
+    }
+    EXPECT_GT(withInsertText, 10u);
+  }
+}
+
+TEST(Server, UnfinishedWhereGetsOnlyItsSyntaxError) {
+  // Typing a `where` bundle: each unfinished state has exactly one error, the
+  // syntax error, and nothing from the names error recovery left empty.
+  Session s;
+  s.initialize();
+  const std::string uri = "file:///w.net";
+  const std::string head = "input In [3];\nhidden H [3] from In ";
+  const std::string tail = "\noutput Out [2] from H all;\n";
+  int version = 1;
+  for (const char *typed : {"where", "where;", "where (", "where (s", "where (s,", "where (s, d",
+                            "where (s, d)", "where (s, d) =>", "where (s, d) =>;", "where (s, ) => s == d;",
+                            "where (, d) => s == d;", "where (s, d) => s ==;"}) {
+    SCOPED_TRACE(typed);
+    if (version == 1)
+      s.open(uri, head + typed + tail);
+    else
+      s.notify("textDocument/didChange",
+               {{"textDocument", {{"uri", uri}, {"version", version}}},
+                {"contentChanges", json::array({{{"text", head + typed + tail}}})}});
+    ++version;
+    const size_t before = s.sent().size();
+    EXPECT_TRUE(s.server().idle());
+    std::vector<json> published = s.published(before);
+    ASSERT_EQ(published.size(), 1u);
+    const json &diagnostics = published[0]["diagnostics"];
+    ASSERT_EQ(diagnostics.size(), 1u) << diagnostics.dump();
+    EXPECT_EQ(diagnostics[0]["code"], "NS0101") << diagnostics.dump();
+    EXPECT_GE(diagnostics[0]["range"]["start"]["line"], 1) << diagnostics.dump(); // not at 1:1
+  }
+}
+
 TEST(Server, HugeDocumentIsServed) {
   // 20,000 layers in a chain (about 1 MB): checked, indexed and answered.
   std::string text = "input L0 [8];\n";
