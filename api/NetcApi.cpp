@@ -4,6 +4,7 @@
 #include "api/NetworkImpl.h"
 #include "netc/netc.h"
 #include "support/DiagnosticPrinter.h"
+#include "support/Version.h"
 
 #include <cerrno>
 #include <cstring>
@@ -34,7 +35,7 @@ size_t CompileResult::errorCount() const {
 }
 
 const char *version() {
-  return "0.1.0";
+  return kVersion;
 }
 
 namespace {

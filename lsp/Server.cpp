@@ -9,6 +9,7 @@
 #include "frontend/Formatter.h"
 #include "frontend/Parser.h"
 #include "lsp/Transport.h"
+#include "support/Version.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -406,7 +407,7 @@ json Server::initialize(const json &params) {
         {"semanticTokensProvider",
          {{"legend", {{"tokenTypes", legend}, {"tokenModifiers", json::array({"declaration", "readonly"})}}},
           {"full", true}}}}},
-      {"serverInfo", {{"name", "netc"}, {"version", "0.1.0"}}}};
+      {"serverInfo", {{"name", "netc"}, {"version", kVersion}}}};
 }
 
 json Server::hover(const json &params) {

@@ -5,6 +5,7 @@
 #include "runtime/train/ModelState.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Safetensors.h"
+#include "support/Version.h"
 
 #include <fmt/format.h>
 
@@ -15,8 +16,6 @@
 namespace netc::train {
 
 namespace {
-
-constexpr const char *kVersion = "0.1.0";
 
 /// Uniform in [-half, half) from 24 random bits.
 float uniform(std::mt19937_64 &rng, double half) {
