@@ -2,9 +2,11 @@
 # netc_component(target) applies -Wall -Wextra (-Werror) and the include root;
 # generated code (the ANTLR parser) gets neither.
 
+# NETC_SANITIZERS: the list form of NETC_SANITIZE, also exported with
+# netc::netc (api/CMakeLists.txt) and written into netc.pc.
+string(REPLACE "," ";" NETC_SANITIZERS "${NETC_SANITIZE}")
 if(NETC_SANITIZE)
-  string(REPLACE "," ";" _netc_sanitizers "${NETC_SANITIZE}")
-  foreach(_s IN LISTS _netc_sanitizers)
+  foreach(_s IN LISTS NETC_SANITIZERS)
     add_compile_options(-fsanitize=${_s})
     add_link_options(-fsanitize=${_s})
   endforeach()

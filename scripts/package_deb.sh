@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# package_deb.sh -- builds netc without sanitizers, tests or benchmarks in
+# BUILD_DIR (default build-package) and makes the Debian package there with
+# `cpack -G DEB` (Depends computed by dpkg-shlibdeps). Prints the package's
+# path on the last line. Incremental: a second run only repackages.
+#   scripts/package_deb.sh [BUILD_DIR]  &&  apt install ./build-package/netc_*.deb
+# NETC_PACKAGE_BUILD_TYPE sets the CMake build type: Release for a package
+# to install (the default), None (no optimisation, no debug information:
+# the quickest to compile) for scripts/test.sh, which checks how the package
+# is made and what it holds, not how fast it runs. Without it, an existing
+# BUILD_DIR keeps its own build type, so a second run rebuilds nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-package}
+type=${NETC_PACKAGE_BUILD_TYPE:-}
+if [[ -z $type && -f $dir/CMakeCache.txt ]]; then
+  type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$dir/CMakeCache.txt")
+fi
+NETC_BUILD_TYPE=${type:-Release} scripts/build.sh "$dir" -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF \
+  -DNETC_SANITIZE= -DCMAKE_INSTALL_PREFIX=/usr >&2
+rm -f "$dir"/netc_*.deb
+(cd "$dir" && cpack -G DEB >&2)
+ls "$dir"/netc_*.deb
