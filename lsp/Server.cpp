@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 namespace netc::lsp {
@@ -92,6 +94,32 @@ bool isIdentifier(const std::string &name) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+/// Where `text` opens its (kMaxJsonDepth + 1)-th nested array or object,
+/// counting brackets outside strings; nullopt when it nests no deeper. Run
+/// before parsing, so no over-deep value is ever built (copying, dumping and
+/// destroying a json value recurse over its depth).
+std::optional<size_t> tooDeepAt(std::string_view text) {
+  size_t depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 const json &member(const json &object, const char *key) {
   if (!object.is_object() || !object.contains(key))
     throw std::invalid_argument(fmt::format("missing '{}'", key));
@@ -121,6 +149,14 @@ void Server::reportMalformed(const std::string &problem) {
 }
 
 void Server::handleText(const std::string &body) {
+  if (const std::optional<size_t> at = tooDeepAt(body)) {
+    respondError(
+        nullptr, kParseError,
+        fmt::format("the message nests arrays and objects more than {} deep (at byte offset {} of the body); "
+                    "it is not read",
+                    kMaxJsonDepth, *at));
+    return;
+  }
   json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
     respondError(nullptr, kParseError, "the message is not valid JSON");
@@ -809,6 +845,11 @@ int runServer(int inFd, int outFd, int debounceMilliseconds) {
     const MessageReader::Result r = reader.read(body, error);
     if (r == MessageReader::Result::EndOfInput)
       break;
+    if (r == MessageReader::Result::Unusable) {
+      server.reportMalformed(error);
+      fmt::print(stderr, "netc lsp: {}; stopping\n", error);
+      return 1;
+    }
     if (r == MessageReader::Result::Malformed) {
       server.reportMalformed(error);
       continue;

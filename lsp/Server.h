@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,13 +31,18 @@ enum ErrorCode : int {
   kRequestFailed = -32803,
 };
 
+/// The deepest nesting of arrays and objects a message may have; deeper
+/// ones are answered with a ParseError and never parsed.
+constexpr size_t kMaxJsonDepth = 512;
+
 class Server {
 public:
   using Send = std::function<void(const nlohmann::json &message)>;
   explicit Server(Send send) : send_(std::move(send)) {}
 
   /// Handles one message body as read from the transport (a JSON parse
-  /// error is answered with a ParseError response).
+  /// error, or nesting deeper than kMaxJsonDepth, is answered with a
+  /// ParseError response with id null).
   void handleText(const std::string &body);
   void handle(const nlohmann::json &message);
   /// Reports a framing problem the transport found.

@@ -1,39 +1,62 @@
 // Transport.h -- LSP's base protocol over file descriptors: messages framed
 // by a `Content-Length` header and a blank line, JSON bodies. Reading is
 // bounded (header and body sizes) and survives malformed framing: a bad
-// header block is reported and skipped, so the server can answer with a
-// protocol error instead of hanging or crashing.
+// header block or an oversized message is reported at once, then the
+// reader resynchronises on the next `Content-Length:` line, discarding the
+// bytes before it in chunks, so the server answers with a protocol error
+// instead of hanging, crashing or holding the body in memory.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace netc::lsp {
 
-/// The largest message body accepted (bigger ones are skipped and reported).
+/// The largest message body accepted, 64 MiB (bigger ones are reported and
+/// skipped).
 constexpr size_t kMaxMessageBytes = size_t{64} << 20;
-/// The largest header block accepted.
+/// The largest header block accepted (also bounds each header line).
 constexpr size_t kMaxHeaderBytes = size_t{16} << 10;
 
 class MessageReader {
 public:
   explicit MessageReader(int fd) : fd_(fd) {}
 
-  enum class Result { Message, EndOfInput, Malformed };
-  /// Blocks for the next message. Malformed: `error` says what was wrong;
-  /// the offending bytes are consumed and reading can go on.
+  /// Malformed: `error` says what was wrong; reading can go on (the next
+  /// read skips to the next header). Unusable: the input ended inside the
+  /// body of an oversized message being skipped; `error` says so and
+  /// nothing more can be read.
+  enum class Result { Message, EndOfInput, Malformed, Unusable };
+  /// Blocks for the next message. Header lines end with CR LF (a bare LF is
+  /// accepted too).
   Result read(std::string &body, std::string &error);
   /// Whether a message may be read without waiting up to `milliseconds`
   /// (buffered bytes, or the descriptor becomes readable / reaches its end).
   bool waitReadable(int milliseconds);
 
 private:
-  bool fill(); // reads more bytes; false at the end of input
+  bool fill(); // reads more bytes (dropping consumed ones); false at the end of input
+  /// Reports `problem` and makes the next read resynchronise.
+  Result malformed(std::string &error, std::string problem);
+  /// Reports a header block over kMaxHeaderBytes and skips its first line.
+  Result headerTooLong(std::string &error);
+  /// Discards input up to the next `Content-Length: N` line (Message: a
+  /// header starts at start_).
+  Result resynchronise(std::string &error);
+  /// Whether a `Content-Length: N` line starts at buffer_[at]; nullopt when
+  /// more bytes are needed to tell.
+  std::optional<bool> lengthLineAt(size_t at) const;
+
   int fd_;
   std::string buffer_;
   size_t start_ = 0; // first unread byte of buffer_
   bool ended_ = false;
+  bool resynchronising_ = false;
+  /// The declared size of the oversized message being skipped, if any.
+  std::optional<uint64_t> skippedLength_;
 };
 
 /// Writes one framed message; false when the descriptor is closed.

@@ -2,13 +2,19 @@
 // conversions against an independent decoder, incremental edits, debounced
 // diagnostics (one publish for a burst of edits, the same diagnostics as the
 // `netc check` driver, notes as related information), and the lifecycle
-// rules (nothing before initialize, nothing after shutdown, exit status).
+// rules (nothing before initialize, nothing after shutdown, exit status),
+// and hostile input: over-deep JSON, and the stdio loop over a stream with
+// an oversized message or one that ends inside a skipped body.
 #include "ServerHarness.h"
 
 #include "api/Driver.h"
+#include "lsp/Transport.h"
 #include "tests/SourceFiles.h"
 
+#include <unistd.h>
+
 #include <random>
+#include <thread>
 
 namespace netc::lsp::testing {
 namespace {
@@ -311,6 +317,115 @@ TEST(Server, HugeDocumentIsServed) {
   EXPECT_EQ(references["result"].size(), 2u); // its declaration and the next layer's `from`
   json symbols = s.request("textDocument/documentSymbol", {{"textDocument", {{"uri", uri}}}});
   EXPECT_EQ(symbols["result"].size(), static_cast<size_t>(layers + 1));
+}
+
+TEST(Server, OverDeepJsonIsRefusedWithoutBeingBuilt) {
+  // 150,000 nested arrays as params, before initialize: a ParseError with id
+  // null (not a stack overflow), and the server goes on.
+  Session s;
+  const std::string deep = R"({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": )" +
+                           std::string(150000, '[') + std::string(150000, ']') + "}";
+  s.server().handleText(deep);
+  ASSERT_EQ(s.sent().size(), 1u);
+  EXPECT_TRUE(s.sent()[0]["id"].is_null());
+  EXPECT_EQ(s.sent()[0]["error"]["code"], kParseError);
+  EXPECT_EQ(s.sent()[0]["error"]["message"], "the message nests arrays and objects more than 512 deep (at "
+                                             "byte offset 573 of the body); it is not read");
+  // Objects count too; exactly the limit is fine, and brackets inside
+  // strings (escaped quotes included) do not count.
+  std::string objects = R"({"jsonrpc": "2.0", "method": "x", "params": )";
+  for (int i = 0; i < 1000; ++i)
+    objects += R"({"a": )";
+  objects += "1" + std::string(1000, '}') + "}";
+  s.server().handleText(objects);
+  ASSERT_EQ(s.sent().size(), 2u);
+  EXPECT_EQ(s.sent()[1]["error"]["code"], kParseError);
+  const std::string atLimit =
+      R"({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"capabilities": {},)"
+      R"( "x": "\"[[[[{{{{", "deep": )" +
+      std::string(kMaxJsonDepth - 2, '[') + std::string(kMaxJsonDepth - 2, ']') + "}}";
+  s.server().handleText(atLimit);
+  ASSERT_EQ(s.sent().size(), 3u) << s.sent().back().dump();
+  EXPECT_EQ(s.sent()[2]["id"], 2);
+  EXPECT_TRUE(s.sent()[2].contains("result")) << s.sent()[2].dump();
+}
+
+/// Runs the stdio loop over `input` (fed by a thread); returns the exit
+/// status and the messages written.
+std::pair<int, std::vector<json>> serveStream(const std::string &input) {
+  int in[2], out[2];
+  EXPECT_EQ(::pipe(in), 0);
+  EXPECT_EQ(::pipe(out), 0);
+  std::thread writer([fd = in[1], &input] {
+    size_t done = 0;
+    while (done < input.size()) {
+      const ssize_t n = ::write(fd, input.data() + done, input.size() - done);
+      if (n <= 0)
+        break;
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  });
+  std::vector<json> messages;
+  std::thread reader([fd = out[0], &messages] {
+    MessageReader replies(fd);
+    std::string body, error;
+    while (replies.read(body, error) == MessageReader::Result::Message)
+      messages.push_back(json::parse(body));
+  });
+  const int status = runServer(in[0], out[1], 0);
+  ::close(out[1]);
+  writer.join();
+  reader.join();
+  ::close(in[0]);
+  ::close(out[0]);
+  return {status, messages};
+}
+
+std::string framedMessage(const json &message) {
+  const std::string body = message.dump();
+  return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST(Server, StdioLoopAnswersAfterDeepJsonAndAnOversizedLength) {
+  const std::string deep = R"({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": )" +
+                           std::string(150000, '[') + std::string(150000, ']') + "}";
+  const std::string input =
+      "Content-Length: " + std::to_string(deep.size()) + "\r\n\r\n" + deep +
+      "Content-Length: 1000000000000\r\n\r\n{\"jsonrpc\": \"2.0\", \"id\": 9, \"params\": [" +
+      framedMessage({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "initialize"}, {"params", json::object()}}) +
+      framedMessage({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "shutdown"}}) +
+      framedMessage({{"jsonrpc", "2.0"}, {"method", "exit"}});
+  const auto [status, messages] = serveStream(input);
+  EXPECT_EQ(status, 0);
+  std::vector<json> replies;
+  for (const json &m : messages)
+    if (m.contains("id"))
+      replies.push_back(m);
+  ASSERT_EQ(replies.size(), 4u);
+  EXPECT_TRUE(replies[0]["id"].is_null());
+  EXPECT_EQ(replies[0]["error"]["code"], kParseError);
+  EXPECT_TRUE(replies[1]["id"].is_null());
+  EXPECT_EQ(replies[1]["error"]["code"], kParseError);
+  EXPECT_NE(replies[1]["error"]["message"].get<std::string>().find("a message of 1000000000000 bytes"),
+            std::string::npos);
+  EXPECT_EQ(replies[2]["id"], 2);
+  EXPECT_TRUE(replies[2].contains("result"));
+  EXPECT_EQ(replies[3]["id"], 3);
+}
+
+TEST(Server, StdioLoopStopsWithStatus1WhenTheInputEndsInASkippedBody) {
+  // Even after shutdown: the stream broke, so the status is not 0.
+  const std::string input =
+      framedMessage({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}}) +
+      framedMessage({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "shutdown"}}) +
+      "Content-Length: 1000000000000\r\n\r\n" + std::string(1000, 'x');
+  const auto [status, messages] = serveStream(input);
+  EXPECT_EQ(status, 1);
+  ASSERT_FALSE(messages.empty());
+  EXPECT_EQ(messages.back()["error"]["message"],
+            "malformed message: the input ended inside the body of the 1000000000000-byte message being "
+            "skipped; the stream is unusable");
 }
 
 } // namespace

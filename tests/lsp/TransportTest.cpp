@@ -1,11 +1,13 @@
 // TransportTest.cpp -- LSP framing (lsp/Transport.h) over a pipe: well-formed
 // messages in one or many writes, then every kind of bad framing -- no
-// Content-Length, a non-numeric one, an oversized body (skipped without
-// being held in memory), an endless header, input ending inside a header or
-// a body -- each reported as Malformed with a message, after which reading
-// goes on with the next message.
+// Content-Length, a non-numeric or negative one, an oversized body (skipped
+// without being held in memory, whether or not the declared bytes arrive),
+// an endless header, input ending inside a header or a body -- each reported
+// as Malformed with a message, after which reading resynchronises on the
+// next header; and the end of input inside a skipped body (Unusable).
 #include "lsp/Transport.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -90,30 +92,114 @@ TEST(Transport, BadHeadersAreReportedAndSkipped) {
   EXPECT_EQ(reader.read(body, error), MessageReader::Result::EndOfInput);
 }
 
-TEST(Transport, OversizedBodyIsSkippedNotStored) {
-  // Declares 1 GiB, sends a little, ends: skipped, reported, no allocation of the size.
-  Feed feed("Content-Length: 1073741824\r\n\r\n" + std::string(100000, 'x'));
+TEST(Transport, OversizedLengthIsAnsweredAndTheNextHeaderIsFound) {
+  // A client that declares 10^12 bytes and then goes on with ordinary
+  // messages on the same stream: the error comes at once (before any body
+  // byte is needed), the bytes up to the next header are dropped, and the
+  // following messages are read.
+  Feed feed("Content-Length: 1000000000000\r\n\r\n{\"partial\": [1, 2" + framed("{\"ok\":1}") +
+            framed("{\"ok\":2}"));
   MessageReader reader(feed.fd());
   std::string body, error;
   ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
-  EXPECT_NE(error.find("a message of 1073741824 bytes is larger than the"), std::string::npos) << error;
+  EXPECT_EQ(error, "a message of 1000000000000 bytes is larger than the 67108864 bytes (64 MiB) allowed; "
+                   "its body is skipped up to the next header");
   EXPECT_TRUE(body.empty());
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"ok\":1}");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"ok\":2}");
   EXPECT_EQ(reader.read(body, error), MessageReader::Result::EndOfInput);
 }
 
-TEST(Transport, EndlessHeaderIsCut) {
-  Feed feed(std::string(kMaxHeaderBytes + 5000, 'h') + "\r\n\r\n" + framed("{}"));
+TEST(Transport, OversizedBodyThatArrivesIsSkippedInChunks) {
+  // A genuine body over the limit (a JSON string of 'x's), then a message.
+  const std::string big = "{\"x\":\"" + std::string(kMaxMessageBytes + 100000, 'x') + "\"}";
+  Feed feed(framed(big) + framed("{\"after\":1}"));
   MessageReader reader(feed.fd());
   std::string body, error;
   ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
-  EXPECT_NE(error.find("a message header is longer than"), std::string::npos) << error;
-  // Whatever follows is read on (here: the rest of the long line, then the message).
-  MessageReader::Result r;
-  do
-    r = reader.read(body, error);
-  while (r == MessageReader::Result::Malformed);
-  EXPECT_EQ(r, MessageReader::Result::Message);
+  EXPECT_NE(error.find(fmt::format("a message of {} bytes is larger than", big.size())), std::string::npos)
+      << error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"after\":1}");
+  EXPECT_EQ(reader.read(body, error), MessageReader::Result::EndOfInput);
+}
+
+TEST(Transport, LengthWithTooManyDigitsIsOversized) {
+  Feed feed("Content-Length: 123456789012345678901234567890\r\n\r\n" + framed("{}"));
+  MessageReader reader(feed.fd());
+  std::string body, error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  EXPECT_NE(error.find("is larger than the 67108864 bytes (64 MiB) allowed"), std::string::npos) << error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
   EXPECT_EQ(body, "{}");
+}
+
+TEST(Transport, InputEndingInsideASkippedBodyMakesTheStreamUnusable) {
+  // Declares 10^12 bytes, sends a little, ends: reported, then Unusable.
+  Feed feed("Content-Length: 1000000000000\r\n\r\n" + std::string(100000, 'x'));
+  MessageReader reader(feed.fd());
+  std::string body, error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Unusable);
+  EXPECT_EQ(error, "the input ended inside the body of the 1000000000000-byte message being skipped; "
+                   "the stream is unusable");
+  EXPECT_TRUE(body.empty());
+}
+
+TEST(Transport, BodiesOfBadHeadersAreSkippedToTheNextHeader) {
+  // A negative or non-numeric length, and a header without one, each followed
+  // by the body the client meant: the body is not taken for a header.
+  const std::string bytes = "Content-Length: -5\r\n\r\n{\"id\": 1, \"a\": \"b:c\"}" + framed("{\"ok\":1}") +
+                            "Content-Length: 1e3\r\n\r\n{\"x\": 1}\r\n" + framed("{\"ok\":2}") +
+                            "Content-Type: text/plain\r\n\r\n{\"y\": 2}" + framed("{\"ok\":3}");
+  Feed feed(bytes);
+  MessageReader reader(feed.fd());
+  std::string body, error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  EXPECT_EQ(error, "Content-Length '-5' is not a number");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"ok\":1}");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  EXPECT_EQ(error, "Content-Length '1e3' is not a number");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"ok\":2}");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  EXPECT_EQ(error, "a message header has no Content-Length");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"ok\":3}");
+  EXPECT_EQ(reader.read(body, error), MessageReader::Result::EndOfInput);
+}
+
+TEST(Transport, BareLineFeedsAndBlankLinesBetweenMessagesAreAccepted) {
+  Feed feed("Content-Length: 2\n\n{}\r\n" + framed("{\"ok\":1}") + "\n\ncontent-length:3\nX-Other: y\n\n[1]");
+  MessageReader reader(feed.fd());
+  std::string body, error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{}");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{\"ok\":1}");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "[1]");
+  EXPECT_EQ(reader.read(body, error), MessageReader::Result::EndOfInput);
+}
+
+TEST(Transport, EndlessHeaderLineIsCut) {
+  // One header line that never ends, and many short lines that never end the
+  // block: both cut at the limit, then the next message is read.
+  std::string manyLines;
+  while (manyLines.size() <= kMaxHeaderBytes)
+    manyLines += "X-Filler: 1234567890\r\n";
+  for (const std::string &header : {"X-Long: " + std::string(kMaxHeaderBytes + 5000, 'h'), manyLines}) {
+    Feed feed(header + framed("{}"));
+    MessageReader reader(feed.fd());
+    std::string body, error;
+    ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+    EXPECT_EQ(error, fmt::format("a message header is longer than {} bytes", kMaxHeaderBytes));
+    ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+    EXPECT_EQ(body, "{}");
+  }
 }
 
 TEST(Transport, InputEndingInsideAMessageIsReported) {

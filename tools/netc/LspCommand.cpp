@@ -1,7 +1,8 @@
 // LspCommand.cpp -- `netc lsp [--debounce-ms N]`: the Net# language server
 // over stdio (lsp/Server.h). Editors start it; it exits after the client's
 // `exit` notification or at the end of its input, with status 0 after
-// `shutdown`, else 1.
+// `shutdown`, else 1 (and 1 when the input ends inside an oversized message
+// being skipped: docs/cli.md).
 #include "CommandSupport.h"
 
 #include "lsp/Server.h"
