@@ -20,12 +20,14 @@ std::unique_ptr<Compilation> compileSource(SourceFile source, const CompileOptio
   auto c = std::make_unique<Compilation>(std::move(source));
   c->diags.setErrorLimit(options.maxErrors);
   c->parse = parseProgram(c->file, c->diags);
-  if (stage == Stage::Parse)
-    return c;
   const bool syntaxErrors = c->diags.hasErrors();
+  c->network.fromIncompleteSource = syntaxErrors;
+  // Past the error limit (NS0107) nothing more is reported: later stages are skipped.
+  if (stage == Stage::Parse || c->diags.errorLimitReached())
+    return c;
   c->network = analyzeProgram(c->parse.program, networkNameFor(c->file.name()), options, c->diags);
   c->network.fromIncompleteSource = syntaxErrors;
-  if (stage == Stage::Sema)
+  if (stage == Stage::Sema || c->diags.errorLimitReached())
     return c;
   runPasses(c->network, options, c->diags, stopAfterPass);
   return c;

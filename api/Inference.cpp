@@ -92,11 +92,12 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
     result.error = std::move(message);
     return std::move(result);
   };
-  if (options.batch <= 0 || options.threads < 0) {
+  if (options.batch <= 0 || options.threads < 0 || options.threads > kMaxThreads) {
     result.failure = FailureKind::Usage;
     result.error = options.batch <= 0
                        ? fmt::format("--batch must be at least 1, got {}", options.batch)
-                       : fmt::format("--threads must be 0 (all cores) or more, got {}", options.threads);
+                       : fmt::format("--threads must be from 0 (all cores) to {}, got {}", kMaxThreads,
+                                     options.threads);
     return result;
   }
   auto file = train::readSafetensors(checkpointPath);
@@ -130,9 +131,12 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
     return input(fmt::format("{} has errors", netPath));
   plan::PlanOptions planOptions;
   planOptions.training = false;
+  planOptions.maxMemoryBytes = options.maxMemory;
   auto plan = plan::buildPlan(compiled.network->impl().network, planOptions);
   if (!plan)
     return input(fmt::format("{}: {}", netPath, plan.message()));
+  if (Status fits = plan::checkPlanFits(*plan, options.batch, options.maxMemory); !fits)
+    return input(fmt::format("{}: {}", netPath, fits.message()));
   auto impl = std::make_shared<Impl>();
   impl->plan = std::move(*plan);
   impl->batch = options.batch;
@@ -269,12 +273,13 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   BenchResult result;
   result.batch = s.batch;
   result.threads = s.threads;
-  if (s.batch <= 0 || s.iterations <= 0 || s.repeats <= 0 || s.warmup < 0 || s.threads < 0) {
+  if (s.batch <= 0 || s.iterations <= 0 || s.repeats <= 0 || s.warmup < 0 || s.threads < 0 ||
+      s.threads > kMaxThreads) {
     result.failure = FailureKind::Usage;
-    result.error =
-        fmt::format("--batch, --iterations and --repeats must be at least 1 and --threads, --warmup "
-                    "at least 0 (got batch {}, iterations {}, repeats {}, threads {}, warmup {})",
-                    s.batch, s.iterations, s.repeats, s.threads, s.warmup);
+    result.error = fmt::format("--batch, --iterations and --repeats must be at least 1, --warmup at least 0 "
+                               "and --threads from 0 to {} (got batch {}, iterations {}, repeats {}, threads "
+                               "{}, warmup {})",
+                               kMaxThreads, s.batch, s.iterations, s.repeats, s.threads, s.warmup);
     return result;
   }
   CompileOptions options;
@@ -294,13 +299,21 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   update.learningRate = 0.01f;
   plan::PlanOptions trainOptions;
   trainOptions.optimizerStateSlots = optim::stateSlots(update.optimizer, update.hyper);
+  trainOptions.maxMemoryBytes = s.maxMemory;
   plan::PlanOptions inferOptions;
   inferOptions.training = false;
+  inferOptions.maxMemoryBytes = s.maxMemory;
   auto trainPlan = plan::buildPlan(net, trainOptions);
   auto inferPlan = plan::buildPlan(net, inferOptions);
   if (!trainPlan || !inferPlan) {
     result.failure = FailureKind::Input;
     result.error = fmt::format("{}: {}", netPath, (!trainPlan ? trainPlan : inferPlan).message());
+    return result;
+  }
+  // The training plan holds the most; it is checked before anything scales with the batch.
+  if (Status fits = plan::checkPlanFits(*trainPlan, s.batch, s.maxMemory); !fits) {
+    result.failure = FailureKind::Usage;
+    result.error = fmt::format("--batch {}: {}", s.batch, fits.message());
     return result;
   }
   result.trainBytesPerBatch = double(trainPlan->bytesPerBatch(s.batch));

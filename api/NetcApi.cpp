@@ -4,6 +4,7 @@
 #include "api/NetworkImpl.h"
 #include "netc/netc.h"
 #include "support/DiagnosticPrinter.h"
+#include "support/SourceFile.h"
 #include "support/Version.h"
 
 #include <cerrno>
@@ -94,20 +95,19 @@ CompileResult compile(std::string_view source, std::string_view name, const Comp
 }
 
 CompileResult compileFile(const std::string &path, const CompileOptions &options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string error;
+  auto text = readSourceText(path, options.maxSourceBytes, error);
+  if (!text) {
     CompileResult result;
     Message m;
     m.code = std::string(diagInfo(DiagId::CannotReadFile).code);
     m.file = path;
-    m.message = "cannot read '" + path + "': " + std::strerror(errno);
+    m.message = "cannot read '" + path + "': " + error;
     result.formattedDiagnostics = path + ": error: " + m.message + "\n";
     result.diagnostics.push_back(std::move(m));
     return result;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return compile(text.str(), path, options);
+  return compile(*text, path, options);
 }
 
 } // namespace netc

@@ -10,6 +10,7 @@
 #include "runtime/optim/Optimizer.h"
 #include "runtime/optim/Schedule.h"
 #include "runtime/train/ModelState.h"
+#include "support/ByteSize.h"
 
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@
 #include <charconv>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <span>
 #include <utility>
 #include <vector>
@@ -56,14 +58,18 @@ std::optional<bool> parseBool(std::string_view text) {
   return std::nullopt;
 }
 
-template <class Int> Problem setInteger(Int &field, std::string_view text, int64_t min, Int fallback) {
+template <class Int>
+Problem setInteger(Int &field, std::string_view text, int64_t min, Int fallback,
+                   int64_t max = std::numeric_limits<int64_t>::max()) {
   if (text.empty()) {
     field = fallback;
     return {};
   }
   auto value = parseInteger(text);
-  if (!value || *value < min || !std::in_range<Int>(*value))
-    return fmt::format("'{}' is not an integer of at least {}", text, min);
+  if (!value || *value < min || *value > max || !std::in_range<Int>(*value))
+    return max == std::numeric_limits<int64_t>::max()
+               ? fmt::format("'{}' is not an integer of at least {}", text, min)
+               : fmt::format("'{}' is not an integer from {} to {}", text, min, max);
   field = static_cast<Int>(*value);
   return {};
 }
@@ -101,6 +107,19 @@ Problem setBool(bool &field, std::string_view text, bool fallback) {
   auto value = parseBool(text);
   if (!value)
     return fmt::format("'{}' is not a boolean (true, false, 1, 0, yes, no, on, off)", text);
+  field = *value;
+  return {};
+}
+
+/// A byte size such as 8GiB or 512M (support/ByteSize.h); empty: the fallback.
+Problem setByteSize(uint64_t &field, std::string_view text, uint64_t fallback) {
+  if (text.empty()) {
+    field = fallback;
+    return {};
+  }
+  auto value = netc::parseByteSize(text);
+  if (!value)
+    return fmt::format("'{}' is not a size in bytes (e.g. 512M, 8GiB, 1000000)", text);
   field = *value;
   return {};
 }
@@ -249,7 +268,9 @@ constexpr TrainKey kTrainKeys[] = {
        return {};
      }},
     {"threads", [](netc::TrainSettings &s,
-                   std::string_view v) { return setInteger(s.threads, v, 0, kTrainDefaults.threads); }},
+                   std::string_view v) {
+       return setInteger(s.threads, v, 0, kTrainDefaults.threads, netc::kMaxThreads);
+     }},
     {"normalize",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        if (v.empty()) {
@@ -281,6 +302,8 @@ constexpr TrainKey kTrainKeys[] = {
        s.outDir = v;
        return {};
      }},
+    {"overwrite", [](netc::TrainSettings &s,
+                     std::string_view v) { return setBool(s.overwrite, v, kTrainDefaults.overwrite); }},
     {"metrics",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        s.metricsFile = v;
@@ -317,6 +340,7 @@ constexpr TrainKey kTrainKeys[] = {
        s.backend = v;
        return {};
      }},
+    {"max_memory", [](netc::TrainSettings &s, std::string_view v) { return setByteSize(s.maxMemory, v, 0); }},
 };
 
 /// Stops compiling when netc::TrainSettings gains or loses a field, until
@@ -324,10 +348,10 @@ constexpr TrainKey kTrainKeys[] = {
 [[maybe_unused]] void everyTrainSettingHasAKey(const netc::TrainSettings &settings) {
   [[maybe_unused]] const auto &[data, epochs, batch, optimizer, lr, momentum, nesterov, weightDecay, beta1,
                                 beta2, epsilon, decay, conditioning, schedule, init, initDiameter, seed,
-                                threads, normalize, shuffle, validation, out, metrics, resume, initFrom,
-                                initSkip, task, hiddenNodes, backend] = settings;
+                                threads, normalize, shuffle, validation, out, overwrite, metrics, resume,
+                                initFrom, initSkip, task, hiddenNodes, backend, maxMemory] = settings;
 }
-constexpr size_t kTrainSettingsFields = 29;
+constexpr size_t kTrainSettingsFields = 31;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

@@ -13,6 +13,7 @@
 #include "runtime/data/Normalizer.h"
 #include "runtime/data/Shuffle.h"
 #include "runtime/optim/Schedule.h"
+#include "runtime/train/RunFiles.h"
 #include "runtime/train/Safetensors.h"
 #include "runtime/train/Trainer.h"
 #include "support/Spelling.h"
@@ -114,6 +115,7 @@ public:
     if (listener_)
       listener_->onHint(hint);
   }
+  bool stopRequested() override { return listener_ && listener_->stopRequested(); }
   static EpochResult toPublic(const train::EpochReport &r) {
     EpochResult e{r.epoch,           r.trainLoss, r.trainAccuracy, r.testLoss, r.testAccuracy,
                   r.imagesPerSecond, r.seconds,   r.learningRate,  r.best};
@@ -174,8 +176,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
     return usage(fmt::format("--epochs must be at least 1, got {}", s.epochs));
   if (s.batch <= 0)
     return usage(fmt::format("--batch must be at least 1, got {}", s.batch));
-  if (s.threads < 0)
-    return usage(fmt::format("--threads must be 0 (all cores) or more, got {}", s.threads));
+  if (s.threads < 0 || s.threads > kMaxThreads)
+    return usage(fmt::format("--threads must be from 0 (all cores) to {}, got {}", kMaxThreads, s.threads));
   if (!(s.initDiameter > 0) || !std::isfinite(s.initDiameter))
     return usage(fmt::format("--init-diameter must be positive, got {}", s.initDiameter));
   if (s.validationFraction && !(*s.validationFraction >= 0 && *s.validationFraction < 1))
@@ -360,9 +362,12 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   const ir::Network &net = compiled->network->impl().network;
   plan::PlanOptions planOptions;
   planOptions.optimizerStateSlots = optim::stateSlots(*optimizer, hyper);
+  planOptions.maxMemoryBytes = s.maxMemory;
   auto plan = plan::buildPlan(net, planOptions);
   if (!plan)
     return input(fmt::format("{}: {}", netPath, plan.message()));
+  if (Status fits = plan::checkPlanFits(*plan, s.batch, s.maxMemory); !fits)
+    return usage(fmt::format("--batch {}: {}", s.batch, fits.message()));
   if (plan->featureCount != trainSet.featureCount)
     return input(fmt::format("{}: samples have {} features ({}) but network '{}' reads {} (its input layers)",
                              trainSet.origin, trainSet.featureCount, shapeText(trainSet.sampleShape),
@@ -461,6 +466,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   t.seed = seed;
   t.shuffle = s.shuffle;
   t.outDir = s.outDir.empty() ? "runs/" + net.name : s.outDir;
+  t.overwrite = s.overwrite;
   if (!s.metricsFile.empty())
     t.metricsFiles.push_back(s.metricsFile);
   t.resumeFrom = s.resume;
@@ -513,9 +519,18 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   result.bestEpoch = summary->bestEpoch;
   result.seconds = summary->seconds;
   result.steps = summary->steps;
-  if (testSet)
+  result.interrupted = summary->interrupted;
+  result.stoppedEpoch = summary->stoppedEpoch;
+  result.stoppedSample = summary->stoppedSample;
+  result.epochSamples = summary->epochSamples;
+  result.checkpoint = summary->checkpoint;
+  if (testSet && !summary->interrupted) // a stop request wants the process back now
     result.finalTest = toPublic(train::evaluate(*plan, **backend, *testSet, s.batch));
   return result;
+}
+
+void removeTrainingTemporaries() noexcept {
+  train::removeRegisteredTemporaries();
 }
 
 } // namespace netc

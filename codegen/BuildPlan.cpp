@@ -5,6 +5,7 @@
 // trained parameter, and memory planning (PlanMemory.cpp).
 #include "codegen/Codegen.h"
 #include "codegen/IndexTables.h"
+#include "support/ByteSize.h"
 
 #include <fmt/format.h>
 
@@ -58,7 +59,8 @@ public:
     createInputs();
     for (int l : dependencyOrder(net_))
       if (net_.layers[static_cast<size_t>(l)].kind != ir::LayerKind::Input)
-        emitLayer(l);
+        if (Status s = emitLayer(l); !s)
+          return Error{s.message()};
     plan_.forwardEnd = plan_.ops.size();
     emitLoss();
     plan_.lossEnd = plan_.ops.size();
@@ -69,6 +71,10 @@ public:
     } else {
       plan_.backwardEnd = plan_.ops.size();
     }
+    if (Status s = checkFixedMemory(); !s)
+      return Error{s.message()};
+    if (options_.buildTables)
+      fillTables();
     planMemory(plan_, options_.reuseMemory);
     return std::move(plan_);
   }
@@ -105,14 +111,98 @@ private:
     b.fixed = count;
     return plan_.addBuffer(std::move(b));
   }
-  int tableBuffer(std::string name, std::vector<int32_t> table) {
-    Buffer b;
-    b.name = std::move(name);
-    b.role = BufferRole::Table;
-    b.type = ElementType::I32;
-    b.fixed = static_cast<int64_t>(table.size());
-    b.table = std::move(table);
-    return plan_.addBuffer(std::move(b));
+  /// The Table buffers of bundle (l, b), sized from its geometry (filled
+  /// later by fillTables, once the sizes are known to fit); the first index.
+  Expected<int> tableBuffers(int l, int b, const std::string &name) {
+    const ir::Layer &layer = net_.layers[static_cast<size_t>(l)];
+    const ir::Bundle &bundle = layer.bundles[static_cast<size_t>(b)];
+    const ir::Layer &src = net_.layers[static_cast<size_t>(bundle.source)];
+    auto sizes = tableSizes(bundle, src, layer);
+    if (!sizes)
+      return fail(fmt::format("the index tables of the bundle from '{}' into '{}' have more entries than "
+                              "can be counted",
+                              bundle.sourceName, layer.name));
+    static constexpr std::string_view kSparse[] = {"row-start", "column", "col-start", "row", "edge"};
+    static constexpr std::string_view kConvolution[] = {"gather", "scatter"};
+    static constexpr std::string_view kWindow[] = {"window", "centre"};
+    const std::string_view *suffixes = bundle.lowering.kernel == ir::KernelKind::Sparse ? kSparse
+                                       : sizes->size() == 2 && bundle.lowering.kernel != ir::KernelKind::ResponseNorm
+                                           ? kConvolution
+                                           : kWindow;
+    const int first = static_cast<int>(plan_.buffers.size());
+    for (size_t t = 0; t < sizes->size(); ++t) {
+      Buffer buffer;
+      buffer.name = fmt::format("{}.{}", name, suffixes[t]);
+      buffer.role = BufferRole::Table;
+      buffer.type = ElementType::I32;
+      buffer.fixed = (*sizes)[t];
+      plan_.addBuffer(std::move(buffer));
+    }
+    pendingTables_.push_back({l, b, first});
+    return first;
+  }
+
+  /// Refuses a plan whose fixed buffers (parameters, their gradients and
+  /// optimizer state, index tables) exceed the memory limit, before any
+  /// table is built; sizes are summed in checked arithmetic.
+  Status checkFixedMemory() const {
+    const uint64_t limit = options_.maxMemoryBytes ? options_.maxMemoryBytes : physicalMemoryBytes();
+    uint64_t total = 0;
+    bool overflow = false;
+    const Buffer *largest = nullptr;
+    for (const Buffer &buffer : plan_.buffers) {
+      if (buffer.batchScaled())
+        continue;
+      uint64_t bytes = 0;
+      overflow |= __builtin_mul_overflow(static_cast<uint64_t>(buffer.fixed), uint64_t{4}, &bytes);
+      overflow |= __builtin_add_overflow(total, bytes, &total);
+      if (!largest || buffer.fixed > largest->fixed)
+        largest = &buffer;
+    }
+    if (!overflow && total <= limit)
+      return Status::success();
+    return fail(fmt::format(
+        "network '{}' needs {} for its {} before any batch (the largest is {} '{}', {}); the limit is {} "
+        "(--max-memory)",
+        net_.name, overflow ? "more bytes than can be counted" : byteSizeText(total),
+        options_.training ? "parameters, gradients, optimizer state and index tables" : "parameters and index tables",
+        largest->role == BufferRole::Table ? "the index table" : "the tensor", largest->name,
+        byteSizeText(static_cast<uint64_t>(largest->fixed) * 4), byteSizeText(limit)));
+  }
+
+  /// Builds the index tables of every bundle that has them (IndexTables.cpp).
+  void fillTables() {
+    for (const PendingTables &pending : pendingTables_) {
+      const ir::Layer &layer = net_.layers[static_cast<size_t>(pending.layer)];
+      const ir::Bundle &bundle = layer.bundles[static_cast<size_t>(pending.bundle)];
+      const ir::Layer &src = net_.layers[static_cast<size_t>(bundle.source)];
+      std::vector<std::vector<int32_t>> tables;
+      switch (bundle.lowering.kernel) {
+      case ir::KernelKind::Sparse: {
+        SparseTables t = sparseTables(bundle, src, layer);
+        tables = {std::move(t.rowStart), std::move(t.column), std::move(t.colStart), std::move(t.row),
+                  std::move(t.edge)};
+        break;
+      }
+      case ir::KernelKind::MaxPool:
+      case ir::KernelKind::MeanPool: tables = {std::move(windowTables(bundle).window)}; break;
+      case ir::KernelKind::ResponseNorm: {
+        WindowTables t = windowTables(bundle);
+        tables = {std::move(t.window), std::move(t.centre)};
+        break;
+      }
+      default: {
+        ConvolutionTables t = convolutionTables(bundle);
+        tables = {std::move(t.gather), std::move(t.scatter)};
+        break;
+      }
+      }
+      for (size_t t = 0; t < tables.size(); ++t) {
+        Buffer &buffer = plan_.buffers[static_cast<size_t>(pending.firstBuffer) + t];
+        buffer.fixed = static_cast<int64_t>(tables[t].size()); // equal to the planned size
+        buffer.table = std::move(tables[t]);
+      }
+    }
   }
 
   /// One Parameter per unique trainable tensor; tied tensors share one.
@@ -209,13 +299,14 @@ private:
     }
   }
 
-  void emitLayer(int l) {
+  Status emitLayer(int l) {
     const ir::Layer &layer = net_.layers[static_cast<size_t>(l)];
     ir::Activation fn = layer.function.value_or(ir::Activation::Linear);
     int pre = valuesBuffer(fn == ir::Activation::Linear ? layer.name : layer.name + ".pre", layer.nodes);
     pre_[static_cast<size_t>(l)] = pre;
     for (size_t b = 0; b < layer.bundles.size(); ++b)
-      emitBundle(l, static_cast<int>(b), pre, /*accumulate=*/b > 0);
+      if (Status s = emitBundle(l, static_cast<int>(b), pre, /*accumulate=*/b > 0); !s)
+        return s;
     if (layer.hasBias) {
       Op op;
       op.kind = OpKind::AddBias;
@@ -228,7 +319,7 @@ private:
     }
     if (fn == ir::Activation::Linear) {
       values_[static_cast<size_t>(l)] = pre;
-      return;
+      return Status::success();
     }
     int act = valuesBuffer(layer.name, layer.nodes);
     values_[static_cast<size_t>(l)] = act;
@@ -239,19 +330,25 @@ private:
     op.attrs = ActivationAttrs{fn, layer.nodes};
     op.layer = l;
     plan_.ops.push_back(std::move(op));
+    return Status::success();
   }
 
   int parameterBuffer(ir::ParamRef ref) const {
     return plan_.parameters[static_cast<size_t>(parameterOf_.at(ref))].buffer;
   }
 
-  void emitBundle(int l, int b, int out, bool accumulate) {
+  Status emitBundle(int l, int b, int out, bool accumulate) {
     const ir::Layer &layer = net_.layers[static_cast<size_t>(l)];
     const ir::Bundle &bundle = layer.bundles[static_cast<size_t>(b)];
     const ir::Layer &src = net_.layers[static_cast<size_t>(bundle.source)];
     const int x = values_[static_cast<size_t>(bundle.source)];
     const std::string name = bundleName(layer, static_cast<size_t>(b));
     const ir::Lowering &low = bundle.lowering;
+    Expected<int> tables = 0;
+    if (low.kernel != ir::KernelKind::Dense)
+      tables = tableBuffers(l, b, name);
+    if (!tables)
+      return tables.status();
     Op op;
     op.out = {out};
     op.accumulate = accumulate;
@@ -263,29 +360,22 @@ private:
       op.in = {x, parameterBuffer({l, b})};
       op.attrs = DenseAttrs{src.nodes, layer.nodes};
       break;
-    case ir::KernelKind::Sparse: {
-      SparseTables t = sparseTables(bundle, src, layer);
+    case ir::KernelKind::Sparse:
       op.kind = OpKind::Sparse;
-      op.in = {x,
-               parameterBuffer({l, b}),
-               tableBuffer(name + ".row-start", std::move(t.rowStart)),
-               tableBuffer(name + ".column", std::move(t.column)),
-               tableBuffer(name + ".col-start", std::move(t.colStart)),
-               tableBuffer(name + ".row", std::move(t.row)),
-               tableBuffer(name + ".edge", std::move(t.edge))};
+      op.in = {x, parameterBuffer({l, b})};
+      for (int t = 0; t < 5; ++t)
+        op.in.push_back(*tables + t);
       op.attrs = SparseAttrs{src.nodes, layer.nodes, bundle.edges};
       break;
-    }
     case ir::KernelKind::MaxPool:
     case ir::KernelKind::MeanPool:
     case ir::KernelKind::ResponseNorm: {
-      WindowTables t = windowTables(bundle);
       op.kind = low.kernel == ir::KernelKind::MaxPool    ? OpKind::MaxPool
                 : low.kernel == ir::KernelKind::MeanPool ? OpKind::MeanPool
                                                          : OpKind::ResponseNorm;
-      op.in = {x, tableBuffer(name + ".window", std::move(t.window))};
+      op.in = {x, *tables};
       if (op.kind == OpKind::ResponseNorm)
-        op.in.push_back(tableBuffer(name + ".centre", std::move(t.centre)));
+        op.in.push_back(*tables + 1);
       WindowAttrs attrs{src.nodes, layer.nodes, low.window};
       attrs.alpha = static_cast<float>(bundle.alpha());
       attrs.beta = static_cast<float>(bundle.beta());
@@ -295,16 +385,15 @@ private:
       break;
     }
     default: { // every convolution kind
-      ConvolutionTables t = convolutionTables(bundle);
       op.kind = OpKind::Convolution;
-      op.in = {x, parameterBuffer({l, b}), tableBuffer(name + ".gather", std::move(t.gather)),
-               tableBuffer(name + ".scatter", std::move(t.scatter))};
+      op.in = {x, parameterBuffer({l, b}), *tables, *tables + 1};
       op.attrs = ConvAttrs{low.kernel, src.nodes,     layer.nodes, low.groups,
                            low.maps,   low.positions, low.window,  low.padded};
       break;
     }
     }
     plan_.ops.push_back(std::move(op));
+    return Status::success();
   }
 
   void emitLoss() {
@@ -367,9 +456,15 @@ private:
     }
   }
 
+  /// Bundles whose Table buffers (from `firstBuffer` on) fillTables fills.
+  struct PendingTables {
+    int layer, bundle, firstBuffer;
+  };
+
   const ir::Network &net_;
   PlanOptions options_;
   Plan plan_;
+  std::vector<PendingTables> pendingTables_;
   std::map<ir::ParamRef, int> parameterOf_;
   std::vector<int> values_, pre_;
 };

@@ -5,6 +5,8 @@
 // destination coordinate of map m_d at position j_d is m_d·N[d] + j_d.
 #include "codegen/IndexTables.h"
 
+#include "support/CheckedMath.h"
+
 namespace netc::plan {
 
 namespace {
@@ -139,6 +141,45 @@ SparseTables sparseTables(const ir::Bundle &bundle, const ir::Layer &source, con
       t.edge[static_cast<size_t>(slot)] = e;
     }
   return t;
+}
+
+std::optional<std::vector<int64_t>> tableSizes(const ir::Bundle &bundle, const ir::Layer &source,
+                                               const ir::Layer &destination) {
+  const ir::Lowering &low = bundle.lowering;
+  auto product = [](std::initializer_list<int64_t> factors) -> std::optional<int64_t> {
+    CheckedProduct p;
+    for (int64_t f : factors)
+      p.multiply(f);
+    if (p.overflow())
+      return std::nullopt;
+    return p.value();
+  };
+  switch (low.kernel) {
+  case ir::KernelKind::Dense: return std::vector<int64_t>{};
+  case ir::KernelKind::Sparse: {
+    auto rows = checkedAdd(destination.nodes, 1), columns = checkedAdd(source.nodes, 1);
+    if (!rows || !columns)
+      return std::nullopt;
+    return std::vector<int64_t>{*rows, bundle.edges, *columns, bundle.edges, bundle.edges};
+  }
+  case ir::KernelKind::MaxPool:
+  case ir::KernelKind::MeanPool:
+  case ir::KernelKind::ResponseNorm: {
+    auto window = product({bundle.geometry.outputNodes, bundle.geometry.kernelSize});
+    if (!window)
+      return std::nullopt;
+    if (low.kernel == ir::KernelKind::ResponseNorm)
+      return std::vector<int64_t>{*window, bundle.geometry.outputNodes};
+    return std::vector<int64_t>{*window};
+  }
+  default: {
+    auto gather = product({low.groups, low.positions, low.window});
+    auto scatter = product({low.maps, low.groups, low.positions});
+    if (!gather || !scatter)
+      return std::nullopt;
+    return std::vector<int64_t>{*gather, *scatter};
+  }
+  }
 }
 
 } // namespace netc::plan

@@ -7,6 +7,7 @@
 #include "ir/Network.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace netc::plan {
@@ -31,5 +32,12 @@ struct SparseTables {
   std::vector<int32_t> rowStart, column, colStart, row, edge;
 };
 SparseTables sparseTables(const ir::Bundle &bundle, const ir::Layer &source, const ir::Layer &destination);
+
+/// The element counts of a bundle's tables, in the order of the structs
+/// above (convolution: gather, scatter; pool: window; norm: window, centre;
+/// where: rowStart, column, colStart, row, edge), computed from its geometry
+/// alone in checked arithmetic (nothing on overflow) without building them.
+std::optional<std::vector<int64_t>> tableSizes(const ir::Bundle &bundle, const ir::Layer &source,
+                                               const ir::Layer &destination);
 
 } // namespace netc::plan

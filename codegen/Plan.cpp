@@ -1,6 +1,10 @@
 // Plan.cpp -- name tables for ops, buffer roles and losses, derived from
 // Ops.def, and the Plan's small helpers.
-#include "codegen/Plan.h"
+#include "codegen/Codegen.h"
+#include "support/ByteSize.h"
+#include "support/NumberText.h"
+
+#include <fmt/format.h>
 
 namespace netc::plan {
 
@@ -55,6 +59,27 @@ int Plan::addBuffer(Buffer buffer) {
 int64_t Plan::bytesPerBatch(int64_t batch) const {
   int64_t elements = memory.arenaPerSample * batch + memory.fixedElements;
   return elements * 4;
+}
+
+Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes) {
+  const uint64_t limit = maxMemoryBytes ? maxMemoryBytes : physicalMemoryBytes();
+  const uint64_t fixedBytes = static_cast<uint64_t>(plan.memory.fixedElements) * 4;
+  const uint64_t perSampleBytes = static_cast<uint64_t>(plan.memory.arenaPerSample) * 4;
+  uint64_t batchBytes = 0, total = 0;
+  const bool overflow = __builtin_mul_overflow(perSampleBytes, static_cast<uint64_t>(batch), &batchBytes) ||
+                        __builtin_add_overflow(batchBytes, fixedBytes, &total);
+  if (!overflow && total <= limit)
+    return Status::success();
+  const uint64_t room = limit > fixedBytes ? limit - fixedBytes : 0;
+  const uint64_t fits = perSampleBytes ? room / perSampleBytes : 0;
+  return fail(fmt::format(
+      "at batch {} network '{}' needs {} ({} per sample and {} of parameters and tables); the limit is {} "
+      "(--max-memory): {}",
+      groupDigits(batch), plan.network, overflow ? "more bytes than can be counted" : byteSizeText(total),
+      byteSizeText(perSampleBytes), byteSizeText(fixedBytes), byteSizeText(limit),
+      fits ? fmt::format("the largest batch that fits is {}",
+                         groupDigits(static_cast<int64_t>(std::min<uint64_t>(fits, INT64_MAX))))
+           : std::string("not even one sample fits")));
 }
 
 } // namespace netc::plan

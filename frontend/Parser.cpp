@@ -115,12 +115,17 @@ std::string describeExpected(const antlr4::dfa::Vocabulary &vocabulary,
 }
 
 /// Turns ANTLR's syntax errors into netc diagnostics.
+/// Thrown out of the parser once the error limit is passed: parsing stops.
+struct ErrorLimitReached {};
+
 class SyntaxErrorListener : public antlr4::BaseErrorListener {
 public:
   SyntaxErrorListener(DiagnosticEngine &diags, uint32_t fileSize) : diags_(diags), fileSize_(fileSize) {}
 
   void syntaxError(antlr4::Recognizer *recognizer, Token *offending, size_t, size_t, const std::string &,
                    std::exception_ptr) override {
+    if (diags_.errorLimitReached())
+      throw ErrorLimitReached();
     auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
     if (!parser)
       return;
@@ -358,11 +363,21 @@ std::vector<TokenInfo> lexTokens(const SourceFile &file, DiagnosticEngine &diags
 
 ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
   ParseResult result;
+  // Binary data (an executable, an image, random bytes) is one error, not
+  // millions: a NUL byte in the first 8 KiB, the rule of grep and git.
+  const std::string_view head = std::string_view(file.text()).substr(0, 8192);
+  if (size_t nul = head.find('\0'); nul != std::string_view::npos) {
+    const uint32_t offset = static_cast<uint32_t>(nul);
+    diags.report(DiagId::NotNetSharpText, {offset, offset + 1}, offset);
+    return result;
+  }
   std::vector<LexedToken> lexed = lexSource(file.text());
   result.tokens = describeTokens(file, lexed, diags);
   for (const TokenInfo &token : result.tokens)
     if (token.category == TokenInfo::Category::Comment)
       result.program.comments.push_back({token.range, token.kind != "LINE_COMMENT"});
+  if (diags.errorLimitReached())
+    return result; // the lexical errors alone passed the limit
   if (auto deep = findExcessiveNesting(lexed)) {
     diags.report(DiagId::NestingTooDeep, *deep, kMaxNesting);
     return result;
@@ -406,6 +421,8 @@ ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
     P::ProgramContext *tree = nullptr;
     try {
       tree = parser.program();
+    } catch (const ErrorLimitReached &) {
+      tree = nullptr; // NS0107 says so; what parsed so far is dropped
     } catch (const std::exception &e) {
       diags.report(DiagId::SyntaxError, {file.size(), file.size()},
                    std::string("the parser gave up: ") + e.what());

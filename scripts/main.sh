@@ -19,7 +19,7 @@ run() {
 run check examples/mnist.net && echo "examples/mnist.net: no problems found"
 run show examples/mnist.net
 run train examples/mnist.net --data data/mnist --epochs 40 --batch 32 --lr 0.1 --momentum 0.9 \
-  --init xavier --schedule cosine --seed 1 --threads 1 --out runs/mnist
+  --init xavier --schedule cosine --seed 1 --threads 1 --out runs/mnist --overwrite
 run eval examples/mnist.net --weights runs/mnist/last.safetensors --data data/mnist
 echo
 echo "\$ netc predict examples/mnist.net --weights runs/mnist/last.safetensors data/mnist/t10k-images-idx3-ubyte --top 2"

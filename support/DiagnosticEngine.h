@@ -23,6 +23,8 @@ public:
   /// After `limit` errors (0: none), further errors are dropped and one
   /// NS0107 "too many errors" is reported in their place.
   void setErrorLimit(size_t limit) { errorLimit_ = limit; }
+  /// Whether the error limit was passed (NS0107 reported): stages stop then.
+  bool errorLimitReached() const { return limitReported_; }
   /// Moves every diagnostic of `other` into this engine.
   void absorb(DiagnosticEngine &&other);
   /// Lets a later stage explain an earlier diagnostic: appends the notes

@@ -25,24 +25,36 @@ const char *severityColour(Severity severity) {
   return kBold;
 }
 
-// Expands tabs so the underline lines up with the echoed source line.
-std::string expandTabs(std::string_view line) {
+/// A control byte (other than tab) is echoed as \xNN, never raw: a raw ESC
+/// or BEL would act on the terminal, a NUL would cut the output.
+bool isControlByte(unsigned char c) {
+  return (c < 0x20 && c != '\t') || c == 0x7F;
+}
+
+// Expands tabs and escapes control bytes so the underline lines up with the
+// echoed source line.
+std::string printableLine(std::string_view line) {
   std::string out;
   for (char c : line) {
     if (c == '\t')
       out.append(4 - out.size() % 4, ' ');
+    else if (isControlByte(static_cast<unsigned char>(c)))
+      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(c));
     else
       out.push_back(c);
   }
   return out;
 }
 
+/// The column of byte `byteColumn` in printableLine(line), in characters.
 size_t displayColumn(std::string_view line, size_t byteColumn) {
   size_t col = 0;
   for (size_t i = 0; i < byteColumn && i < line.size(); ++i) {
     auto c = static_cast<unsigned char>(line[i]);
     if (line[i] == '\t')
       col += 4 - col % 4;
+    else if (isControlByte(c))
+      col += 4;
     else if ((c & 0xC0) != 0x80)
       ++col;
   }
@@ -64,7 +76,7 @@ void appendLocated(std::string &out, const SourceFile &file, SourceRange range, 
   out += '\n';
 
   std::string_view line = file.lineText(start.line);
-  std::string shown = expandTabs(line);
+  std::string shown = printableLine(line);
   size_t from = displayColumn(line, start.column - 1);
   LineColumn end = file.lineColumn(range.end);
   size_t to = end.line == start.line ? displayColumn(line, end.column - 1) : shown.size();

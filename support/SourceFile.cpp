@@ -1,6 +1,16 @@
 // SourceFile.cpp -- line table construction and offset <-> line/column maps.
 #include "support/SourceFile.h"
 
+#include "support/ByteSize.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace netc {
@@ -58,6 +68,50 @@ std::string_view SourceFile::slice(SourceRange range) const {
   uint32_t begin = std::min(range.begin, size());
   uint32_t end = std::min(std::max(range.end, begin), size());
   return std::string_view(text_).substr(begin, end - begin);
+}
+
+std::optional<std::string> readSourceText(const std::string &path, uint64_t maxBytes, std::string &error) {
+  auto tooLarge = [&](uint64_t size, bool atLeast) {
+    error = fmt::format("it is {}{}, more than the {} a Net# source file may have (raise the limit with "
+                        "--max-source-size)",
+                        atLeast ? "more than " : "", byteSizeText(size), byteSizeText(maxBytes));
+    return std::nullopt;
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) == 0) {
+    if (S_ISDIR(info.st_mode)) {
+      error = std::strerror(EISDIR);
+      return std::nullopt;
+    }
+    if (S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) > maxBytes)
+      return tooLarge(static_cast<uint64_t>(info.st_size), false);
+  }
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      error = std::strerror(errno);
+      return std::nullopt;
+    }
+    if (got == 0)
+      break;
+    if (text.size() + static_cast<size_t>(got) > maxBytes)
+      return tooLarge(maxBytes, true);
+    text.append(chunk, static_cast<size_t>(got));
+  }
+  return text;
 }
 
 } // namespace netc

@@ -4,6 +4,8 @@
 
 #include "support/SourceRange.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,5 +45,12 @@ private:
   std::string text_;
   std::vector<uint32_t> lineStarts_;
 };
+
+/// Reads a whole source file of at most `maxBytes` bytes; otherwise nothing,
+/// and `error` says why: the system's reason, or that the file is larger than
+/// the limit (with both sizes and the --max-source-size flag). Never reads
+/// more than maxBytes + 1 bytes, so a huge file or an endless pipe is refused
+/// without being loaded.
+std::optional<std::string> readSourceText(const std::string &path, uint64_t maxBytes, std::string &error);
 
 } // namespace netc

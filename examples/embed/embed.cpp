@@ -61,6 +61,7 @@ int trainAndClassify(const std::string &net, const std::string &data, const std:
   settings.seed = 1;
   settings.threads = 1;
   settings.outDir = out;
+  settings.overwrite = true; // replace the run a previous call left there
   netc::TrainResult trained = netc::trainNetwork(net, settings);
   if (!trained.ok()) {
     std::fprintf(stderr, "%s%s\n", trained.diagnostics.c_str(), trained.error.c_str());

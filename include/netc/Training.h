@@ -21,6 +21,9 @@
 
 namespace netc {
 
+/// The most CPU threads any setting accepts.
+inline constexpr int kMaxThreads = 1024;
+
 /// Why an operation failed: bad user input (the .net file, data, a
 /// checkpoint, a flag value) or a usage error; maps to exit status 1 / 2.
 enum class FailureKind { None, Input, Usage };
@@ -43,7 +46,7 @@ struct TrainSettings {
   std::string init = "uniform";                        ///< uniform (D15), xavier, he
   float initDiameter = 0.1f;
   std::optional<uint64_t> seed; ///< none: drawn from the clock (reported back)
-  int threads = 0;              ///< 0: all cores
+  int threads = 0;              ///< 0: all cores; at most kMaxThreads
   /// minmax, global-minmax, gaussian, scale:S (x / S) or none. Unset: minmax,
   /// or with `resume` / `initFrom` the normalizer recorded in the checkpoint.
   std::optional<std::string> normalize;
@@ -52,6 +55,8 @@ struct TrainSettings {
   /// or a resumed run's own fraction (kept in its checkpoint).
   std::optional<double> validationFraction;
   std::string outDir;      ///< default runs/<network name>
+  /// Replace a run already in outDir (otherwise such a folder is refused).
+  bool overwrite = false;
   std::string metricsFile; ///< extra JSON-lines metrics file
   std::string resume;      ///< checkpoint to continue from
   /// Checkpoint whose weights start a new run (epoch 0, fresh optimizer state).
@@ -61,6 +66,9 @@ struct TrainSettings {
   Task task = Task::Unspecified; ///< default: from the labels
   int64_t hiddenNodes = 100;
   std::string backend = "cpu";
+  /// Most bytes the planned memory (parameters, index tables, optimizer
+  /// state, activations at the batch) may take; 0: the machine's memory.
+  uint64_t maxMemory = 0;
 };
 
 struct TrainProgress {
@@ -87,6 +95,11 @@ public:
   virtual void onProgress(const TrainProgress &) {}
   virtual void onEpoch(const EpochResult &) {}
   virtual void onHint(const std::string &) {}
+  /// Polled after every training step (on the training thread): returning
+  /// true stops the run cleanly -- the step is finished, last.safetensors
+  /// saved where the run stands (mid-epoch included, resumable exactly) and
+  /// TrainResult::interrupted set. netc train returns true after Ctrl-C.
+  virtual bool stopRequested() { return false; }
 };
 
 struct EvaluationResult {
@@ -108,6 +121,13 @@ struct TrainResult {
   int64_t steps = 0, trainSamples = 0, testSamples = 0, params = 0;
   std::optional<EvaluationResult> finalTest;
   std::string outDir;
+  /// Stopped by TrainListener::stopRequested before the last epoch ended:
+  /// in epoch `stoppedEpoch` (1-based) after `stoppedSample` of its
+  /// `epochSamples` samples; `checkpoint` holds that state ("" when the run
+  /// had no output folder) and continues it with `resume`.
+  bool interrupted = false;
+  int64_t stoppedEpoch = 0, stoppedSample = 0, epochSamples = 0;
+  std::string checkpoint;
   bool ok() const { return failure == FailureKind::None; }
 };
 
@@ -115,10 +135,17 @@ struct TrainResult {
 TrainResult trainNetwork(const std::string &netPath, const TrainSettings &settings,
                          TrainListener *listener = nullptr);
 
+/// Removes the temporary files that checkpoint and metrics writes of this
+/// process have open now. Async-signal-safe: for a signal handler that ends
+/// the process at once (netc train's second Ctrl-C); a later run removes the
+/// temporaries of processes that are gone in any case.
+void removeTrainingTemporaries() noexcept;
+
 struct ModelOptions {
   int threads = 0;
   int64_t batch = 128; ///< samples per forward pass
   std::string backend = "cpu";
+  uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
 };
 
 struct ModelResult;
@@ -163,6 +190,7 @@ struct BenchSettings {
   std::optional<int64_t> inputSize;
   std::string backend = "cpu";
   bool profile = false; ///< also time each op of the training plan (BenchResult::profile)
+  uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
 };
 
 /// One op of the training plan, timed on its own (`netc bench --profile`).

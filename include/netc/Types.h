@@ -32,8 +32,14 @@ struct CompileOptions {
   int64_t maxLayerNodes = int64_t{1} << 31;
   /// Most trainable parameters in the whole network.
   int64_t maxParams = int64_t{1} << 36;
-  /// Stop reporting after this many errors (0: report every error).
-  size_t maxErrors = 0;
+  /// Stop after this many errors (0: report every error). The default keeps
+  /// a file of garbage from producing millions of diagnostics.
+  size_t maxErrors = 200;
+  /// Largest source file read (compileFile, the CLI): 64 MiB by default.
+  uint64_t maxSourceBytes = uint64_t{64} << 20;
 };
+
+/// The most --max-source-size may be: offsets into a source are 32-bit.
+inline constexpr uint64_t kMaxSourceBytesLimit = uint64_t{2} << 30;
 
 } // namespace netc

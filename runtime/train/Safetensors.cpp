@@ -5,6 +5,7 @@
 // the same directory, write, fsync, rename, fsync of the directory.
 #include "runtime/train/Safetensors.h"
 
+#include "runtime/train/RunFiles.h"
 #include "runtime/train/SafetensorsDetail.h"
 #include "support/CheckedMath.h"
 
@@ -353,8 +354,13 @@ Status writeSafetensorsAtomic(const std::string &path, const SafetensorsFile &fi
   if (dir.empty())
     dir = ".";
 
-  std::string tempPath = path + ".tmp-XXXXXX";
+  // "<path>.tmp-<pid>-XXXXXX" (RunFiles.h): a later run removes it only once
+  // this process is gone; until then a signal handler may remove it.
+  std::string tempPath = temporaryTemplate(path);
   int fd = ::mkostemp(tempPath.data(), O_CLOEXEC);
+  std::optional<TemporaryRegistration> registration;
+  if (fd >= 0)
+    registration.emplace(tempPath);
   if (fd < 0) {
     int error = errno;
     if (error == ENOENT)

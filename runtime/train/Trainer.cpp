@@ -1,21 +1,26 @@
 // Trainer.cpp -- the training loop (see Trainer.h). Each step writes a
 // prefetched batch, runs the forward and loss ops, checks the loss is finite
 // (locating the first non-finite layer when not), then runs the backward and
-// update ops. Checkpoints are written at epoch ends, so the data position
-// saved is the start of the next epoch and a resumed run continues exactly.
+// update ops. Checkpoints are written at epoch ends, and mid-epoch when the
+// observer asks the run to stop; the data position and the partial epoch's
+// running sums are saved with them, so a resumed run continues exactly. At an
+// epoch end the checkpoints are written before the metrics line, so a
+// metrics file never records an epoch that last.safetensors lacks.
 #include "runtime/train/Trainer.h"
 #include "runtime/data/Prefetcher.h"
 #include "runtime/data/Shuffle.h"
+#include "runtime/train/RunFiles.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
+#include <unistd.h>
 
 namespace netc::train {
 
@@ -53,53 +58,17 @@ std::string metricsLine(const EpochReport &r) {
 
 } // namespace
 
-namespace {
-
-/// Before a resumed run appends to a metrics file, drops what the
-/// checkpoint's epoch does not include: the earlier run's "end" line and any
-/// epoch after the checkpoint's (resuming from best.safetensors, say), so
-/// the file reads as one run. Lines that are not netc's JSON are kept.
-Status trimMetricsForResume(const std::string &path, int64_t epochsDone) {
-  std::ifstream in(path);
-  if (!in)
-    return Status::success(); // nothing there yet
-  std::string kept, line;
-  bool changed = false;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    const bool drop =
-        j.is_object() && j.contains("event") &&
-        (j["event"] == "end" || (j["event"] == "epoch" && j.contains("epoch") &&
-                                 j["epoch"].is_number_integer() && j["epoch"].get<int64_t>() > epochsDone));
-    changed = changed || drop;
-    if (!drop)
-      kept += line + "\n";
-  }
-  in.close();
-  if (!changed)
-    return Status::success();
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << kept;
-    if (!out.flush())
-      return fail(fmt::format("cannot write '{}': {}", temporary, std::strerror(errno)));
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec)
-    return fail(fmt::format("cannot replace '{}': {}", path, ec.message()));
-  return Status::success();
-}
-
-} // namespace
-
 Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &train,
                  const data::Dataset *test, TrainOptions options)
     : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
 
 Status Trainer::start(TrainObserver &observer) {
-  // Read the checkpoint first: a refused resume leaves nothing behind.
+  // Check every output path first: a refused run leaves nothing behind.
+  if (Status s = checkRunOutputs({options_.outDir, options_.metricsFiles, options_.resumeFrom,
+                                  options_.initFrom, options_.overwrite});
+      !s)
+    return s;
+  // Read the checkpoint next: a refused resume leaves nothing behind either.
   const bool resuming = !options_.resumeFrom.empty();
   if (resuming) {
     auto info = loadCheckpoint(options_.resumeFrom, plan_, backend_, /*withOptimizerState=*/true,
@@ -126,6 +95,27 @@ Status Trainer::start(TrainObserver &observer) {
       if (state->seed != options_.seed)
         return fail(fmt::format("{} continues the run with seed {}; drop --seed or pass --seed {}",
                                 options_.resumeFrom, state->seed, state->seed));
+      if (state->position != 0 &&
+          (state->epoch != firstEpoch_ || state->position < 0 || state->position >= train_.count))
+        return fail(fmt::format("{}: metadata \"shuffle\" stops at sample {} of epoch {}, which does not fit "
+                                "its \"epoch\" {} and the {} training samples of this data",
+                                options_.resumeFrom, state->position, state->epoch + 1, firstEpoch_,
+                                train_.count));
+      firstPosition_ = state->position;
+    }
+    if (firstPosition_ > 0) { // saved mid-epoch: the partial epoch's running sums
+      auto it = info->extra.find("epoch_sums");
+      const nlohmann::json sums =
+          it == info->extra.end() ? nlohmann::json()
+                                  : nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+      if (!sums.is_object() || !sums.contains("loss") || !sums["loss"].is_number() ||
+          !sums.contains("correct") || !sums["correct"].is_number())
+        return fail(
+            fmt::format("{}: it was saved in the middle of epoch {} but its metadata \"epoch_sums\" is "
+                        "missing or is not {{\"correct\": N, \"loss\": L}}",
+                        options_.resumeFrom, firstEpoch_ + 1));
+      firstLossSum_ = sums["loss"].get<double>();
+      firstCorrect_ = sums["correct"].get<double>();
     }
   }
   // A new run from a checkpoint's weights: everything is initialised as in
@@ -138,29 +128,34 @@ Status Trainer::start(TrainObserver &observer) {
     if (!info)
       return info.error();
   }
+  // Only now is anything created, truncated or removed.
   if (!options_.outDir.empty()) {
+    const std::filesystem::path dir(options_.outDir);
     std::error_code ec;
-    std::filesystem::create_directories(options_.outDir, ec);
+    std::filesystem::create_directories(dir, ec);
     if (ec)
       return fail(fmt::format("cannot create the output folder '{}': {} (choose another with --out)",
                               options_.outDir, ec.message()));
-    metricsPaths_.push_back((std::filesystem::path(options_.outDir) / "metrics.jsonl").string());
+    removeStaleTemporaries(options_.outDir, {std::string(kLastCheckpointName),
+                                             std::string(kBestCheckpointName), std::string(kMetricsName)});
+    if (options_.overwrite) // the replaced run's checkpoints go with it
+      for (std::string_view name : {kLastCheckpointName, kBestCheckpointName})
+        if (::unlink((dir / name).c_str()) != 0 && errno != ENOENT)
+          return fail(fmt::format("--overwrite: cannot remove '{}': {}", (dir / name).string(),
+                                  std::strerror(errno)));
+    metricsPaths_.push_back((dir / kMetricsName).string());
   }
-  for (const std::string &path : options_.metricsFiles)
+  for (const std::string &path : options_.metricsFiles) {
+    const std::filesystem::path file(path);
+    removeStaleTemporaries(file.parent_path().string(), {file.filename().string()});
     metricsPaths_.push_back(path);
-  // Check every metrics file can be written (appending changes nothing)
-  // before truncating any, so a bad --metrics path leaves old runs intact.
-  for (const std::string &path : metricsPaths_) {
-    std::ofstream probe(path, std::ios::app);
-    if (!probe)
-      return fail(fmt::format("cannot write '{}': {} (check the folder exists and is writable, or choose "
-                              "another with --out / --metrics)",
-                              path, std::strerror(errno)));
   }
+  // A new (or replacing) run starts its metrics files empty; a resumed one
+  // appends, after dropping what its checkpoint does not include.
   for (const std::string &path : metricsPaths_)
-    if (!resuming)
-      std::ofstream(path, std::ios::trunc);
-    else if (Status st = trimMetricsForResume(path, firstEpoch_); !st)
+    if (Status st =
+            resuming && !options_.overwrite ? trimMetricsForResume(path, firstEpoch_) : truncateFile(path);
+        !st)
       return st;
   if (!resuming && options_.initFrom.empty())
     initializeParameters(plan_, backend_, options_.init);
@@ -202,20 +197,23 @@ Status Trainer::diverged(int64_t step, int64_t epoch, int64_t batch, float learn
                   step, epoch + 1, where, what, learningRate));
 }
 
-void Trainer::writeMetrics(const std::string &line) {
-  for (const std::string &path : metricsPaths_) {
-    std::ofstream out(path, std::ios::app);
-    out << line << "\n";
-  }
+Status Trainer::writeMetrics(const std::string &line) {
+  for (const std::string &path : metricsPaths_)
+    if (Status st = appendLine(path, line); !st)
+      return st;
+  return Status::success();
 }
 
-Status Trainer::saveState(const std::string &path, int64_t epochsDone) {
+Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t position, double lossSum,
+                          double correct) {
   CheckpointInfo info = options_.info;
   info.optimizer = std::string(optim::optimizerName(options_.optimizer));
   info.epoch = epochsDone;
   info.step = step_;
-  info.extra["shuffle"] = data::ShuffleState{options_.seed, epochsDone, 0}.toJson();
-  info.extra["data_position"] = fmt::format("{{\"epoch\": {}, \"sample\": 0}}", epochsDone);
+  info.extra["shuffle"] = data::ShuffleState{options_.seed, epochsDone, position}.toJson();
+  info.extra["data_position"] = fmt::format("{{\"epoch\": {}, \"sample\": {}}}", epochsDone, position);
+  if (position > 0) // JSON numbers round-trip doubles exactly
+    info.extra["epoch_sums"] = nlohmann::json{{"loss", lossSum}, {"correct", correct}}.dump();
   info.extra["best_epoch"] = std::to_string(bestEpoch_);
   info.extra["best_score"] = fmt::format("{:.17g}", bestScore_);
   info.extra["rng"] =
@@ -228,6 +226,26 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone) {
                                                  {"schedule", optim::formatSchedule(options_.schedule)}}
                                       .dump();
   return saveCheckpoint(path, plan_, backend_, info, /*withOptimizerState=*/true);
+}
+
+Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, int64_t done, double lossSum,
+                                          double correct, std::chrono::steady_clock::time_point runStart) {
+  summary.interrupted = true;
+  summary.stoppedEpoch = epoch + 1;
+  summary.stoppedSample = done;
+  summary.epochSamples = train_.count;
+  summary.steps = step_;
+  summary.bestEpoch = bestEpoch_;
+  if (!options_.outDir.empty()) {
+    const std::string last = (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
+    // Stopped at an epoch end: last.safetensors already holds that epoch.
+    if (done < train_.count)
+      if (Status s = saveState(last, epoch, done, lossSum, correct); !s)
+        return Error{s.message()};
+    summary.checkpoint = last;
+  }
+  summary.seconds = secondsSince(runStart);
+  return summary;
 }
 
 Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
@@ -248,10 +266,14 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       order = data::epochPermutation(n, options_.seed, epoch);
     else
       std::iota(order.begin(), order.end(), int64_t{0});
+    // A run resumed mid-epoch skips the samples its checkpoint has done.
+    const int64_t skipped = epoch == firstEpoch_ ? firstPosition_ : 0;
+    order.erase(order.begin(), order.begin() + skipped);
     data::BatchPrefetcher prefetcher(train_, std::move(order), options_.batch);
     const auto epochStart = Clock::now();
-    double lossSum = 0, correct = 0, firstLoss = 0, lastLoss = 0;
-    int64_t done = 0, batchIndex = 0;
+    double lossSum = skipped ? firstLossSum_ : 0, correct = skipped ? firstCorrect_ : 0;
+    double firstLoss = 0, lastLoss = 0;
+    int64_t done = skipped, batchIndex = (skipped + options_.batch - 1) / options_.batch;
     const int64_t window = std::max<int64_t>(1, batches / 20);
     float learningRate = options_.hyper.learningRate;
     while (auto batch = prefetcher.next()) {
@@ -290,6 +312,10 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
               : 0;
       observer.onProgress(p);
       prefetcher.recycle(std::move(*batch));
+      if (done < n && observer.stopRequested()) {
+        backend_.synchronize();
+        return interrupt(std::move(summary), epoch, done, lossSum, correct, runStart);
+      }
     }
     backend_.synchronize();
     EpochReport report;
@@ -297,7 +323,7 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     report.seconds = secondsSince(epochStart);
     report.trainLoss = lossSum / double(n);
     report.trainAccuracy = correct / double(n);
-    report.imagesPerSecond = report.seconds > 0 ? double(n) / report.seconds : 0;
+    report.imagesPerSecond = report.seconds > 0 ? double(n - skipped) / report.seconds : 0;
     report.learningRate = learningRate;
     report.classification = summary.classification;
     report.validation = options_.evaluatesValidation;
@@ -350,17 +376,22 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       }
     }
     previousLoss = report.trainLoss;
-    writeMetrics(metricsLine(report));
-    summary.epochs.push_back(report);
-    observer.onEpoch(report);
+    // Checkpoints first, then the metrics line: an interruption in between
+    // leaves a checkpoint ahead of the metrics, never the other way round.
     if (!options_.outDir.empty()) {
       const std::filesystem::path dir(options_.outDir);
-      if (Status s = saveState((dir / "last.safetensors").string(), report.epoch); !s)
+      if (Status s = saveState((dir / kLastCheckpointName).string(), report.epoch); !s)
         return Error{s.message()};
       if (report.best)
-        if (Status s = saveState((dir / "best.safetensors").string(), report.epoch); !s)
+        if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
           return Error{s.message()};
     }
+    if (Status s = writeMetrics(metricsLine(report)); !s)
+      return Error{s.message()};
+    summary.epochs.push_back(report);
+    observer.onEpoch(report);
+    if (report.epoch < options_.epochs && observer.stopRequested())
+      return interrupt(std::move(summary), epoch, n, lossSum, correct, runStart);
   }
   summary.steps = step_;
   summary.bestEpoch = bestEpoch_;
@@ -381,7 +412,8 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     if (last.testAccuracy && last.classification)
       end[eval + "_accuracy"] = *last.testAccuracy;
   }
-  writeMetrics(end.dump());
+  if (Status s = writeMetrics(end.dump()); !s)
+    return Error{s.message()};
   return summary;
 }
 

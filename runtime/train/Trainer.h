@@ -1,10 +1,13 @@
 // Trainer.h -- the training loop (DESIGN.md §6): epochs of shuffled
 // mini-batches prepared on a background thread, one plan step per batch
 // (forward, loss, backward, updates), test evaluation after each epoch,
-// checkpoints (last and best) and metrics as JSON lines. It watches itself:
+// checkpoints (last and best) and metrics as JSON lines, each output path
+// checked before anything is written (RunFiles.h). It watches itself:
 // a non-finite loss stops training with the step, the layer and a hint; a
 // loss that does not move prints a hint naming the initialisation. The
-// library never prints: what happens is reported to a TrainObserver.
+// library never prints: what happens is reported to a TrainObserver, which
+// may also ask the run to stop (Ctrl-C): the trainer then finishes the current
+// step and saves a checkpoint that resumes exactly, mid-epoch included.
 #pragma once
 
 #include "codegen/Plan.h"
@@ -14,6 +17,7 @@
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
 
+#include <chrono>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,6 +35,7 @@ struct TrainOptions {
   uint64_t seed = 0; // shuffling (and initialisation through init.seed)
   bool shuffle = true;
   std::string outDir;                    // last.safetensors, best.safetensors, metrics.jsonl ("" = none)
+  bool overwrite = false;                // replace a run already in outDir (RunFiles.h)
   std::vector<std::string> metricsFiles; // extra JSON-lines files
   std::string resumeFrom;                // a checkpoint to continue from
   std::string initFrom;                  // a checkpoint whose weights start a new run
@@ -64,6 +69,12 @@ struct TrainSummary {
   double seconds = 0;
   bool classification = true;
   std::optional<Evaluation> finalTest;
+  /// Stopped at the observer's request before the last epoch ended.
+  bool interrupted = false;
+  int64_t stoppedEpoch = 0;  // 1-based epoch in progress when stopped
+  int64_t stoppedSample = 0; // samples of it done (the whole epoch when stopped at its end)
+  int64_t epochSamples = 0;  // samples per epoch
+  std::string checkpoint;    // where the state was saved ("" without an output folder)
 };
 
 class TrainObserver {
@@ -73,6 +84,8 @@ public:
   virtual void onProgress(const Progress &) {}
   virtual void onEpoch(const EpochReport &) {}
   virtual void onHint(const std::string &) {}
+  /// Polled after every step: true stops the run cleanly (TrainSummary::interrupted).
+  virtual bool stopRequested() { return false; }
 };
 
 /// Trains the loaded `plan` on `backend`. `test` may be null.
@@ -87,8 +100,15 @@ private:
   Status start(TrainObserver &observer);
   /// The error for a non-finite loss: which parameter or layer went bad first.
   Status diverged(int64_t step, int64_t epoch, int64_t batch, float learningRate);
-  void writeMetrics(const std::string &line);
-  Status saveState(const std::string &path, int64_t epochsDone);
+  Status writeMetrics(const std::string &line);
+  /// Ends the run at the observer's request after `done` samples of (0-based)
+  /// `epoch`: saves last.safetensors there unless the epoch is complete.
+  Expected<TrainSummary> interrupt(TrainSummary summary, int64_t epoch, int64_t done, double lossSum,
+                                   double correct, std::chrono::steady_clock::time_point runStart);
+  /// Saves the state after `epochsDone` epochs and `position` samples of the
+  /// next one, with the running sums of that partial epoch.
+  Status saveState(const std::string &path, int64_t epochsDone, int64_t position = 0, double lossSum = 0,
+                   double correct = 0);
 
   const plan::Plan &plan_;
   runtime::Backend &backend_;
@@ -96,6 +116,9 @@ private:
   const data::Dataset *test_;
   TrainOptions options_;
   int64_t firstEpoch_ = 0, step_ = 0;
+  // A checkpoint saved mid-epoch: samples of epoch firstEpoch_ done, and their sums.
+  int64_t firstPosition_ = 0;
+  double firstLossSum_ = 0, firstCorrect_ = 0;
   int bestEpoch_ = 0;
   double bestScore_ = 0;
   std::vector<std::string> metricsPaths_;

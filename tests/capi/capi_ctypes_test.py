@@ -133,7 +133,7 @@ settings = netc.netc_train_settings_new()
 out_dir = f"{work_dir}/ctypes-run"
 for key, value in [("data", f"{source_dir}/tests/fixtures/mnist-slice"), ("epochs", "1"), ("batch", "32"),
                    ("lr", "0.1"), ("momentum", "0.9"), ("init", "xavier"), ("seed", "1"), ("threads", "1"),
-                   ("out", out_dir)]:
+                   ("out", out_dir), ("overwrite", "true")]:  # reused from one test run to the next
     check(netc.netc_train_settings_set(settings, key.encode(), value.encode()) == NETC_OK, f"set {key}")
 check(netc.netc_train_settings_set(settings, b"learning_rate", b"0.1") == NETC_ERROR_UNKNOWN_KEY, "unknown key")
 check(b"'learning_rate'" in netc.netc_last_error() and b"lr" in netc.netc_last_error(), "message lists the keys")

@@ -271,6 +271,7 @@ static const char *const kBadSettings[][3] = {
     {"init_diameter", "0", "init_diameter"},
     {"seed", "-3", "seed"},
     {"threads", "-1", "threads"},
+    {"threads", "1025", "from 0 to 1024"},
     {"normalize", "bogus", "normalize"},
     {"shuffle", "2", "shuffle"},
     {"validation", "1.5", "[0, 1)"},
@@ -364,6 +365,8 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   CHECK(netc_train_settings_set(settings, "threads", "1") == NETC_OK);
   CHECK(netc_train_settings_set(settings, "init", "xavier") == NETC_OK);
   CHECK(netc_train_settings_set(settings, "out", out) == NETC_OK);
+  /* The folder is reused from one test run to the next. */
+  CHECK(netc_train_settings_set(settings, "overwrite", "true") == NETC_OK);
 
   /* Failures: no data folder, a missing network, NULL arguments. */
   CHECK(netc_train(net, settings, NULL, NULL, &result) != NETC_OK);

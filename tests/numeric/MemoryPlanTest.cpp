@@ -10,6 +10,8 @@
 #include "PlanHarness.h"
 #include "TestNetworks.h"
 
+#include "support/NumberText.h"
+
 namespace netc::numeric {
 namespace {
 
@@ -262,6 +264,99 @@ TEST(MemoryPlan, WriteAndReadAtAnyOffsetRoundTrip) {
                     cuts[piece]);
     EXPECT_TRUE(bitIdentical("read in pieces", pieces, values));
   }
+}
+
+/// Plans built without their index tables (as `netc show` builds them) have
+/// the same buffers with the same sizes as full plans; only the tables'
+/// contents are missing. The sizes come from the geometry alone
+/// (codegen/IndexTables.cpp tableSizes), the built tables from walking it.
+TEST(MemoryPlan, TableSizesFromTheGeometryMatchTheBuiltTables) {
+  std::vector<NetCase> cases = fixedNetworks();
+  for (const char *name : {"mnist.net", "lenet5.net", "rmltools-norm-pool.net", "mixed-bundles.net"})
+    cases.push_back({name, readFile(sourcePath(std::string("examples/") + name)), {}});
+  for (const NetCase &net : cases) {
+    SCOPED_TRACE(net.name);
+    plan::PlanOptions sizesOnly{true, 1, true};
+    sizesOnly.buildTables = false;
+    Compiled full = compileAndPlan(net.text, net.options, {true, 1, true});
+    Compiled sized = compileAndPlan(net.text, net.options, sizesOnly);
+    ASSERT_EQ(full.plan.buffers.size(), sized.plan.buffers.size());
+    for (size_t b = 0; b < full.plan.buffers.size(); ++b) {
+      const plan::Buffer &built = full.plan.buffers[b], &planned = sized.plan.buffers[b];
+      EXPECT_EQ(built.name, planned.name);
+      EXPECT_EQ(built.fixed, planned.fixed) << built.name;
+      EXPECT_EQ(built.perSample, planned.perSample) << built.name;
+      EXPECT_EQ(built.arenaOffset, planned.arenaOffset) << built.name;
+      if (built.role == plan::BufferRole::Table) {
+        EXPECT_EQ(static_cast<int64_t>(built.table.size()), built.fixed) << built.name;
+        EXPECT_TRUE(planned.table.empty()) << built.name;
+      }
+    }
+    EXPECT_EQ(full.plan.memory.fixedElements, sized.plan.memory.fixedElements);
+    EXPECT_EQ(full.plan.memory.arenaPerSample, sized.plan.memory.arenaPerSample);
+  }
+}
+
+/// A 1000×1000 input with a 500×500 convolve: its gather table alone has
+/// 251,001 positions × 250,000 cells (234 GB). The plan is refused from the
+/// sizes, before any table is built, naming the size, the table and the
+/// limit; without the limit the same sizes are reported by a plan built
+/// without tables.
+const char *kHugeConvolution = R"(input Pic [1000, 1000];
+hidden C [501, 501] from Pic convolve { InputShape = [1000, 1000]; KernelShape = [500, 500]; Stride = [1, 1]; }
+output O [10] from C all;
+)";
+
+TEST(MemoryPlan, FixedBuffersOverTheLimitAreRefusedBeforeTheyAreBuilt) {
+  auto c = compileText(kHugeConvolution);
+  ASSERT_EQ(c->diags.errorCount(), 0u);
+  plan::PlanOptions options;
+  options.maxMemoryBytes = uint64_t{8} << 30;
+  auto refused = plan::buildPlan(c->network, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(),
+            "network 't' needs 233.8 GiB for its parameters, gradients, optimizer state and index tables "
+            "before any batch (the largest is the index table 'C/Pic.gather', 233.8 GiB); the limit is "
+            "8.0 GiB (--max-memory)");
+  plan::PlanOptions figures;
+  figures.buildTables = false;
+  figures.maxMemoryBytes = UINT64_MAX;
+  auto sized = plan::buildPlan(c->network, figures);
+  ASSERT_TRUE(sized.ok()) << sized.message();
+  const int64_t gather = int64_t{501} * 501 * 250000;
+  bool found = false;
+  for (const plan::Buffer &b : sized->buffers)
+    if (b.name == "C/Pic.gather") {
+      found = true;
+      EXPECT_EQ(b.fixed, gather);
+      EXPECT_TRUE(b.table.empty());
+    }
+  EXPECT_TRUE(found);
+}
+
+/// The batch part: the plan fits at a small batch and is refused at a
+/// billion samples with the size, the limit and the largest batch that
+/// fits; a batch whose byte count overflows says so.
+TEST(MemoryPlan, CheckPlanFitsNamesTheLargestBatchThatFits) {
+  Compiled c = compileAndPlan(readFile(sourcePath("examples/mnist.net")), {}, {true, 0, true});
+  const uint64_t limit = uint64_t{1} << 30;
+  EXPECT_TRUE(plan::checkPlanFits(c.plan, 128, limit).ok());
+  const uint64_t perSample = static_cast<uint64_t>(c.plan.memory.arenaPerSample) * 4;
+  const uint64_t fixed = static_cast<uint64_t>(c.plan.memory.fixedElements) * 4;
+  const int64_t fits = static_cast<int64_t>((limit - fixed) / perSample);
+  EXPECT_TRUE(plan::checkPlanFits(c.plan, fits, limit).ok());
+  Status over = plan::checkPlanFits(c.plan, fits + 1, limit);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.message().find(fmt::format("the largest batch that fits is {}", groupDigits(fits))),
+            std::string::npos)
+      << over.message();
+  Status billion = plan::checkPlanFits(c.plan, 1000000000, limit);
+  ASSERT_FALSE(billion.ok());
+  EXPECT_EQ(billion.message().rfind("at batch 1,000,000,000 network 't' needs ", 0), 0u) << billion.message();
+  EXPECT_NE(billion.message().find("; the limit is 1.0 GiB (--max-memory)"), std::string::npos);
+  Status overflow = plan::checkPlanFits(c.plan, INT64_MAX, limit);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.message().find("needs more bytes than can be counted"), std::string::npos);
 }
 
 } // namespace

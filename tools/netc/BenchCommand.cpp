@@ -7,6 +7,7 @@
 #include "netc/Training.h"
 
 #include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace netc::cli {
@@ -88,12 +89,15 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   CLI::App *cmd =
       app.add_subcommand("bench", "Training and inference throughput of a network on random data");
   cmd->add_option("file", args->file, "Net# file")->required();
-  cmd->add_option("--batch", s.batch, "Samples per step")->capture_default_str();
-  cmd->add_option("--threads", s.threads, "CPU threads (0: all cores)")->capture_default_str();
-  cmd->add_option("--warmup", s.warmup, "Untimed steps first")->capture_default_str();
-  cmd->add_option("--iterations", s.iterations, "Timed steps per repeat")->capture_default_str();
-  cmd->add_option("--repeats", s.repeats, "Repeats (the median is reported)")->capture_default_str();
-  cmd->add_option("--input-size", s.inputSize, "Features per sample for an 'auto' input that nothing sizes");
+  constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  addIntegerOption(*cmd, "--batch", s.batch, int64_t{1}, kMaxInt64, "Samples per step");
+  addThreadsOption(*cmd, s.threads);
+  addMaxMemoryOption(*cmd, s.maxMemory);
+  addIntegerOption(*cmd, "--warmup", s.warmup, int64_t{0}, kMaxInt64, "Untimed steps first");
+  addIntegerOption(*cmd, "--iterations", s.iterations, int64_t{1}, kMaxInt64, "Timed steps per repeat");
+  addIntegerOption(*cmd, "--repeats", s.repeats, int64_t{1}, kMaxInt64, "Repeats (the median is reported)");
+  addIntegerOption(*cmd, "--input-size", s.inputSize, int64_t{1}, kMaxInt64,
+                   "Features per sample for an 'auto' input that nothing sizes");
   cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
   cmd->add_flag("--profile", s.profile,
                 "Also time each op of the training plan on its own and print the median per step");

@@ -26,7 +26,7 @@ int runCheck(const CheckArgs &args) {
   nlohmann::json all = nlohmann::json::array();
   for (const std::string &path : args.files) {
     std::string error;
-    auto text = readFile(path, error);
+    auto text = readFile(path, error, args.compile.maxSourceBytes);
     if (!text) {
       status = kUsageError;
       if (args.format == "json" && !args.verify) {

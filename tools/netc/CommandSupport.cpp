@@ -1,6 +1,7 @@
 // CommandSupport.cpp -- shared flag handling and output helpers.
 #include "CommandSupport.h"
 
+#include "support/ByteSize.h"
 #include "support/DiagnosticPrinter.h"
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace netc::cli {
@@ -29,6 +31,23 @@ void CompileFlags::addTo(CLI::App &app) {
       ->capture_default_str();
   app.add_option("--error-limit", errorLimit, "Stop after this many errors (0: report every error)")
       ->capture_default_str();
+  addMaxSourceSizeOption(app, maxSourceBytes);
+}
+
+void addMaxSourceSizeOption(CLI::App &app, uint64_t &bytes) {
+  app.add_option("--max-source-size")
+      ->description("Largest Net# file read, e.g. 64M or 1GiB (default " + byteSizeText(bytes) + ", at most " +
+                    byteSizeText(kMaxSourceBytesLimit) + ")")
+      ->check(
+          [](const std::string &text) -> std::string {
+            auto size = parseByteSize(text);
+            if (!size || *size == 0 || *size > kMaxSourceBytesLimit)
+              return "'" + text + "' is not a size from 1 byte to " + byteSizeText(kMaxSourceBytesLimit) +
+                     " (e.g. 64M, 1GiB)";
+            return "";
+          },
+          "SIZE")
+      ->each([&bytes](const std::string &text) { bytes = parseByteSize(text).value_or(bytes); });
 }
 
 CompileOptions CompileFlags::options() const {
@@ -38,11 +57,47 @@ CompileOptions CompileFlags::options() const {
   o.classCount = classes;
   o.maxFilterPairs = maxFilterPairs;
   o.maxErrors = errorLimit;
+  o.maxSourceBytes = maxSourceBytes;
   o.task = task == "multiclass"   ? Task::Multiclass
            : task == "binary"     ? Task::Binary
            : task == "regression" ? Task::Regression
                                   : Task::Unspecified;
   return o;
+}
+
+void addMaxMemoryOption(CLI::App &app, uint64_t &bytes) {
+  app.add_option("--max-memory")
+      ->description("Most memory the planned network may take: parameters, index tables, optimizer state and "
+                    "activations at the batch, e.g. 512M or 8GiB (default: the machine's memory, " +
+                    byteSizeText(physicalMemoryBytes()) + ")")
+      ->check(
+          [](const std::string &text) -> std::string {
+            return parseByteSize(text) ? ""
+                                       : "'" + text + "' is not a size in bytes (e.g. 512M, 8GiB, 1000000)";
+          },
+          "SIZE")
+      ->each([&bytes](const std::string &text) { bytes = parseByteSize(text).value_or(0); });
+}
+
+CLI::Option *addThreadsOption(CLI::App &app, int &threads) {
+  return addIntegerOption(app, "--threads", threads, 0, kMaxThreads, "CPU threads (0: all cores)")
+      ->each([](const std::string &text) {
+        const unsigned cores = std::thread::hardware_concurrency();
+        int value = 0;
+        if (integerFlagProblem(text, 0, kMaxThreads, value).empty() && cores > 0 && unsigned(value) > cores)
+          std::fprintf(
+              stderr,
+              "netc: warning: --threads %d is more than the %u cores of this machine; the threads will "
+              "take turns, which is usually slower (0 uses every core)\n",
+              value, cores);
+      });
+}
+
+CLI::Option *addPathOption(CLI::App &app, const std::string &name, std::string &field,
+                           const std::string &help, const std::string &meaning) {
+  return app.add_option(name, field, help)->check([meaning](const std::string &text) -> std::string {
+    return text.empty() ? "an empty path names no file or folder; " + meaning : "";
+  });
 }
 
 void ColourFlag::addTo(CLI::App &app) {
@@ -59,33 +114,17 @@ bool ColourFlag::enabledFor(std::FILE *stream) const {
   return isatty(fileno(stream)) != 0;
 }
 
-std::optional<std::string> readFile(const std::string &path, std::string &error) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    error = std::strerror(EISDIR);
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    error = "read error";
-    return std::nullopt;
-  }
-  return text.str();
+std::optional<std::string> readFile(const std::string &path, std::string &error, uint64_t maxBytes) {
+  return readSourceText(path, maxBytes, error);
 }
 
 std::string unreadableMessage(const std::string &path, const std::string &reason) {
   return fmt::format(fmt::runtime(std::string(diagInfo(DiagId::CannotReadFile).format)), path, reason);
 }
 
-std::optional<std::string> readFileOrReport(const std::string &path) {
+std::optional<std::string> readFileOrReport(const std::string &path, uint64_t maxBytes) {
   std::string error;
-  auto text = readFile(path, error);
+  auto text = readFile(path, error, maxBytes);
   if (!text)
     std::fprintf(stderr, "%s: error: %s [%s]\n", path.c_str(), unreadableMessage(path, error).c_str(),
                  std::string(diagInfo(DiagId::CannotReadFile).code).c_str());

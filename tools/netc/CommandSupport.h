@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -24,11 +25,76 @@ struct CompileFlags {
   std::string task = "auto";
   std::optional<int64_t> classes;
   int64_t maxFilterPairs = int64_t{1} << 25;
-  size_t errorLimit = 0;
+  size_t errorLimit = 200;
+  uint64_t maxSourceBytes = CompileOptions{}.maxSourceBytes;
 
   void addTo(CLI::App &app);
   CompileOptions options() const;
 };
+
+/// --max-memory SIZE (support/ByteSize.h) into `bytes`; 0 when not given
+/// stands for the machine's memory.
+void addMaxMemoryOption(CLI::App &app, uint64_t &bytes);
+
+/// What is wrong with an integer flag's value `text`: "" when it is a
+/// decimal integer in [min, max] (then stored in `value`), otherwise a
+/// message naming the range. Out-of-range values and other notations
+/// ("1e23", "-1" for an unsigned flag, "0x10") are refused, never clamped or
+/// wrapped.
+template <class Int> std::string integerFlagProblem(const std::string &text, Int min, Int max, Int &value) {
+  const char *first = text.data(), *last = first + text.size();
+  auto [end, error] = std::from_chars(first, last, value);
+  if (!text.empty() && error == std::errc() && end == last && value >= min && value <= max)
+    return "";
+  return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got '" + text +
+         "'";
+}
+
+/// Registers an integer option parsed by integerFlagProblem into `field`
+/// (whose value is shown as the default).
+template <class Int>
+CLI::Option *addIntegerOption(CLI::App &app, const std::string &name, Int &field, Int min, Int max,
+                              const std::string &help) {
+  return app
+      .add_option_function<std::string>(
+          name, [&field, min, max](const std::string &text) { integerFlagProblem(text, min, max, field); },
+          help)
+      ->check([min, max](const std::string &text) {
+        Int value{};
+        return integerFlagProblem(text, min, max, value);
+      })
+      ->type_name("INT")
+      ->default_str(std::to_string(field));
+}
+
+/// The same for an option that is unset unless given.
+template <class Int>
+CLI::Option *addIntegerOption(CLI::App &app, const std::string &name, std::optional<Int> &field, Int min,
+                              Int max, const std::string &help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&field, min, max](const std::string &text) {
+            Int value{};
+            integerFlagProblem(text, min, max, value);
+            field = value;
+          },
+          help)
+      ->check([min, max](const std::string &text) {
+        Int value{};
+        return integerFlagProblem(text, min, max, value);
+      })
+      ->type_name("INT");
+}
+
+/// --threads N: 0 (all cores) to kMaxThreads; warns on stderr above the
+/// machine's cores.
+CLI::Option *addThreadsOption(CLI::App &app, int &threads);
+
+/// A path option that refuses an empty value (`--out ''`), which would
+/// otherwise silently mean the default; `meaning` says what to give instead.
+CLI::Option *addPathOption(CLI::App &app, const std::string &name, std::string &field,
+                           const std::string &help, const std::string &meaning);
 
 /// --color auto|always|never
 struct ColourFlag {
@@ -37,11 +103,17 @@ struct ColourFlag {
   bool enabledFor(std::FILE *stream) const;
 };
 
-/// Reads a whole file; an error message instead when it cannot.
-std::optional<std::string> readFile(const std::string &path, std::string &error);
+/// Reads a whole Net# file of at most `maxBytes`; an error message instead
+/// when it cannot (support/SourceFile.h readSourceText).
+std::optional<std::string> readFile(const std::string &path, std::string &error,
+                                    uint64_t maxBytes = CompileOptions{}.maxSourceBytes);
 
 /// Reads a file or prints the NS0001 "cannot read" error for it on stderr.
-std::optional<std::string> readFileOrReport(const std::string &path);
+std::optional<std::string> readFileOrReport(const std::string &path,
+                                            uint64_t maxBytes = CompileOptions{}.maxSourceBytes);
+
+/// --max-source-size SIZE into `bytes` (at most kMaxSourceBytesLimit).
+void addMaxSourceSizeOption(CLI::App &app, uint64_t &bytes);
 /// The NS0001 diagnostic for an unreadable file, as text and as JSON.
 std::string unreadableMessage(const std::string &path, const std::string &reason);
 
@@ -58,7 +130,8 @@ void addCheckCommand(CLI::App &app, int &exitCode);
 void addShowCommand(CLI::App &app, int &exitCode);
 void addFmtCommand(CLI::App &app, int &exitCode);
 void addCompileCommand(CLI::App &app, int &exitCode);
-void addTrainCommand(CLI::App &app, int &exitCode);
+/// `commandLine` (argv) is quoted back in the command that resumes an interrupted run.
+void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
 void addEvalCommand(CLI::App &app, int &exitCode);
 void addPredictCommand(CLI::App &app, int &exitCode);
 void addBenchCommand(CLI::App &app, int &exitCode);

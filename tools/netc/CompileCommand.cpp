@@ -20,10 +20,11 @@ struct CompileArgs {
   std::string after;
   CompileFlags compile;
   ColourFlag colour;
+  uint64_t maxMemory = 0; // 0: the machine's memory
 };
 
 int runCompile(const CompileArgs &args) {
-  auto text = readFileOrReport(args.file);
+  auto text = readFileOrReport(args.file, args.compile.maxSourceBytes);
   if (!text)
     return kUsageError;
   if (!args.after.empty()) {
@@ -49,6 +50,7 @@ int runCompile(const CompileArgs &args) {
     if (!c->diags.hasErrors()) {
       plan::PlanOptions options;
       options.training = args.emit == "plan";
+      options.maxMemoryBytes = args.maxMemory;
       auto built = plan::buildPlan(c->network, options);
       if (!built) {
         printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
@@ -78,6 +80,7 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--after", args->after, "With --emit=ir: stop after this pass ('sema' or a pass name)");
   args->compile.addTo(*cmd);
+  addMaxMemoryOption(*cmd, args->maxMemory);
   args->colour.addTo(*cmd);
   cmd->callback([args, &exitCode] { exitCode = runCompile(*args); });
 }

@@ -7,6 +7,7 @@
 #include "netc/Training.h"
 
 #include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace netc::cli {
@@ -73,8 +74,10 @@ void addEvalCommand(CLI::App &app, int &exitCode) {
                   "Checkpoint written by netc train (e.g. runs/mnist/best.safetensors)")
       ->required();
   cmd->add_option("--data", args->data, "Data folder (its test set, else its training set)")->required();
-  cmd->add_option("--batch", args->model.batch, "Samples per forward pass")->capture_default_str();
-  cmd->add_option("--threads", args->model.threads, "CPU threads (0: all cores)")->capture_default_str();
+  addIntegerOption(*cmd, "--batch", args->model.batch, int64_t{1}, std::numeric_limits<int64_t>::max(),
+                   "Samples per forward pass");
+  addThreadsOption(*cmd, args->model.threads);
+  addMaxMemoryOption(*cmd, args->model.maxMemory);
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

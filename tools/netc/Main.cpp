@@ -1,18 +1,49 @@
 // Main.cpp -- the `netc` command: parses the command line and dispatches to
-// a subcommand. Usage errors exit with 2.
+// a subcommand. Usage errors exit with 2. Standard output is shared by every
+// subcommand, so whether it was written completely is checked once, here:
+// a failed write or close (a full disk, `> /dev/full`) exits with 1.
 #include "CommandSupport.h"
 #include "netc/netc.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+/// Flushes and closes standard output; when that or an earlier write
+/// failed, says so on stderr and returns kInputError (unless the command
+/// already failed), otherwise `exitCode`.
+int finishStandardOutput(int exitCode) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  int error = errno;
+  const bool written = flushed && std::ferror(stdout) == 0;
+  errno = 0;
+  const bool closed = std::fclose(stdout) == 0;
+  if (written && !closed)
+    error = errno;
+  if (written && closed)
+    return exitCode;
+  // An earlier failed write leaves no errno behind: say what is known.
+  std::fprintf(stderr, "netc: error: cannot write to standard output: %s\n",
+               error != 0 ? std::strerror(error) : "an earlier write failed");
+  return exitCode == netc::cli::kSuccess ? netc::cli::kInputError : exitCode;
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"netc -- a compiler and runner for Net#, the network language of Azure ML"};
   app.set_version_flag("--version", std::string("netc ") + netc::version());
   app.require_subcommand(1);
   int exitCode = netc::cli::kSuccess;
+  const std::vector<std::string> commandLine(argv, argv + argc);
   netc::cli::addCheckCommand(app, exitCode);
   netc::cli::addShowCommand(app, exitCode);
   netc::cli::addFmtCommand(app, exitCode);
   netc::cli::addCompileCommand(app, exitCode);
-  netc::cli::addTrainCommand(app, exitCode);
+  netc::cli::addTrainCommand(app, exitCode, commandLine);
   netc::cli::addEvalCommand(app, exitCode);
   netc::cli::addPredictCommand(app, exitCode);
   netc::cli::addBenchCommand(app, exitCode);
@@ -21,7 +52,7 @@ int main(int argc, char **argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e);
-    return code == 0 ? 0 : netc::cli::kUsageError;
+    exitCode = code == 0 ? 0 : netc::cli::kUsageError;
   }
-  return exitCode;
+  return finishStandardOutput(exitCode);
 }

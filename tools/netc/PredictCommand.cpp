@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <numeric>
 
 namespace netc::cli {
@@ -166,8 +167,10 @@ void addPredictCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("file", args->file, "Net# file")->required();
   cmd->add_option("inputs", args->inputs, "IDX image files, CSV files, PGM or PNG images")->required();
   cmd->add_option("--weights", args->weights, "Checkpoint written by netc train")->required();
-  cmd->add_option("--top", args->top, "How many classes to show per input")->capture_default_str();
-  cmd->add_option("--threads", args->model.threads, "CPU threads (0: all cores)")->capture_default_str();
+  addIntegerOption(*cmd, "--top", args->top, int64_t{1}, std::numeric_limits<int64_t>::max(),
+                   "How many classes to show per input");
+  addThreadsOption(*cmd, args->model.threads);
+  addMaxMemoryOption(*cmd, args->model.maxMemory);
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

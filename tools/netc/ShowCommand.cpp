@@ -4,6 +4,8 @@
 // With errors: exit 1 and the diagnostics on stderr.
 #include "CommandSupport.h"
 
+#include "support/ByteSize.h"
+#include "support/CheckedMath.h"
 #include "support/NumberText.h"
 
 #include "codegen/Codegen.h"
@@ -23,7 +25,9 @@ struct ShowArgs {
   ColourFlag colour;
 };
 
-/// Planned memory (codegen/PlanMemory.cpp) of the training and inference plans.
+/// Planned memory (codegen/PlanMemory.cpp) of the training and inference
+/// plans, from plans built without their index tables: only sizes, so a
+/// network too large to run still shows its figures at once.
 struct PlannedMemory {
   bool available = false;
   int64_t trainPerSample = 0, trainFixed = 0, inferPerSample = 0, inferFixed = 0;
@@ -34,6 +38,10 @@ PlannedMemory planMemoryOf(const ir::Network &net) {
   plan::PlanOptions training, inference;
   training.optimizerStateSlots = 1; // SGD with momentum
   inference.training = false;
+  for (plan::PlanOptions *options : {&training, &inference}) {
+    options->buildTables = false;
+    options->maxMemoryBytes = UINT64_MAX; // figures only: nothing is allocated
+  }
   auto trainPlan = plan::buildPlan(net, training);
   auto inferPlan = plan::buildPlan(net, inference);
   if (!trainPlan || !inferPlan)
@@ -46,12 +54,18 @@ PlannedMemory planMemoryOf(const ir::Network &net) {
   return m;
 }
 
+/// perSample × batch + fixed bytes; nothing when it overflows.
+std::optional<int64_t> bytesAtBatch(int64_t perSample, int64_t batch, int64_t fixed) {
+  auto scaled = checkedMul(perSample, batch);
+  return scaled ? checkedAdd(*scaled, fixed) : std::nullopt;
+}
+
 std::string bytesText(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 20))
-    return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
-  if (bytes >= 1024)
-    return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
-  return fmt::format("{} B", bytes);
+  return byteSizeText(static_cast<uint64_t>(bytes));
+}
+
+std::string bytesText(std::optional<int64_t> bytes) {
+  return bytes ? bytesText(*bytes) : "more bytes than can be counted";
 }
 
 std::string functionText(const ir::Layer &layer) {
@@ -106,9 +120,14 @@ void printTable(const ir::Network &net, int64_t batch) {
       "planned memory: training %s per sample + %s fixed (%s at batch %lld); inference %s per sample + "
       "%s fixed (%s at batch %lld)\n",
       bytesText(m.trainPerSample).c_str(), bytesText(m.trainFixed).c_str(),
-      bytesText(m.trainPerSample * batch + m.trainFixed).c_str(), static_cast<long long>(batch),
+      bytesText(bytesAtBatch(m.trainPerSample, batch, m.trainFixed)).c_str(), static_cast<long long>(batch),
       bytesText(m.inferPerSample).c_str(), bytesText(m.inferFixed).c_str(),
-      bytesText(m.inferPerSample * batch + m.inferFixed).c_str(), static_cast<long long>(batch));
+      bytesText(bytesAtBatch(m.inferPerSample, batch, m.inferFixed)).c_str(), static_cast<long long>(batch));
+}
+
+/// A byte count, or null when it overflows.
+nlohmann::json jsonBytes(std::optional<int64_t> bytes) {
+  return bytes ? nlohmann::json(*bytes) : nlohmann::json(nullptr);
 }
 
 nlohmann::json toJson(const ir::Network &net, int64_t batch) {
@@ -143,11 +162,11 @@ nlohmann::json toJson(const ir::Network &net, int64_t batch) {
                              {"training",
                               {{"bytes_per_sample", m.trainPerSample},
                                {"fixed_bytes", m.trainFixed},
-                               {"bytes_per_batch", m.trainPerSample * batch + m.trainFixed}}},
+                               {"bytes_per_batch", jsonBytes(bytesAtBatch(m.trainPerSample, batch, m.trainFixed))}}},
                              {"inference",
                               {{"bytes_per_sample", m.inferPerSample},
                                {"fixed_bytes", m.inferFixed},
-                               {"bytes_per_batch", m.inferPerSample * batch + m.inferFixed}}}};
+                               {"bytes_per_batch", jsonBytes(bytesAtBatch(m.inferPerSample, batch, m.inferFixed))}}}};
   return out;
 }
 
@@ -182,7 +201,7 @@ void printDot(const ir::Network &net) {
 }
 
 int runShow(const ShowArgs &args) {
-  auto text = readFileOrReport(args.file);
+  auto text = readFileOrReport(args.file, args.compile.maxSourceBytes);
   if (!text)
     return kUsageError;
   auto c = compileSource(SourceFile(args.file, std::move(*text)), args.compile.options());

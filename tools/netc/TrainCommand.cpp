@@ -3,18 +3,100 @@
 // progress bar (epoch, batch, loss, accuracy, images/s, ETA) on stderr;
 // otherwise a plain progress line every few seconds. One line per epoch and a
 // final summary on stdout; `--quiet` prints only the summary. Every default
-// is Azure ML Studio's where it had one, and `--help` says so.
+// is Azure ML Studio's where it had one, and `--help` says so. Once training
+// starts, Ctrl-C (or SIGTERM) stops it cleanly: the current step finishes,
+// last.safetensors is saved where the run stands, and the exact command that
+// resumes it is printed (exit status 128 + the signal, 130 for Ctrl-C); a
+// second Ctrl-C ends the process at once, removing the temporaries of any
+// write in progress.
 #include "CommandSupport.h"
 #include "ProgressPrinter.h"
 
 #include "netc/Training.h"
 
+#include <csignal>
 #include <cstdio>
+#include <fmt/format.h>
+#include <limits>
 #include <unistd.h>
 
 namespace netc::cli {
 
 namespace {
+
+/// The first stop signal received (0: none). File-static because a signal
+/// handler can reach nothing else.
+volatile std::sig_atomic_t gStopSignal = 0;
+
+extern "C" void onStopSignal(int signal) {
+  if (gStopSignal != 0) { // the second one: stop at once
+    removeTrainingTemporaries();
+    static const char message[] = "\nnetc: interrupted again: stopped at once, without saving\n";
+    [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
+    ::_exit(128 + signal);
+  }
+  gStopSignal = signal;
+}
+
+/// Routes SIGINT and SIGTERM to onStopSignal while it lives.
+class StopSignals {
+public:
+  StopSignals() {
+    struct sigaction action {};
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART; // writes in progress carry on
+    sigaction(SIGINT, &action, &oldInterrupt_);
+    sigaction(SIGTERM, &action, &oldTerminate_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &oldInterrupt_, nullptr);
+    sigaction(SIGTERM, &oldTerminate_, nullptr);
+  }
+  StopSignals(const StopSignals &) = delete;
+  StopSignals &operator=(const StopSignals &) = delete;
+
+private:
+  struct sigaction oldInterrupt_ {
+  }, oldTerminate_{};
+};
+
+/// `word` as one shell word (single-quoted when it needs to be).
+std::string shellWord(const std::string &word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                              "-_./=:,+@%") == std::string::npos)
+    return word;
+  std::string quoted = "'";
+  for (char c : word)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// The command line that continues an interrupted run: this one without
+/// --overwrite, --resume, --init-from and --init-skip, plus --resume CKPT.
+std::string resumeCommand(const std::vector<std::string> &commandLine, const std::string &checkpoint) {
+  std::string out;
+  bool skipValues = false; // after --init-skip: its values, up to the next flag
+  for (size_t i = 0; i < commandLine.size(); ++i) {
+    const std::string &word = commandLine[i];
+    if (skipValues && !word.empty() && word[0] != '-')
+      continue;
+    skipValues = false;
+    if (word == "--overwrite" || word.starts_with("--resume=") || word.starts_with("--init-from=") ||
+        word.starts_with("--init-skip="))
+      continue;
+    if (word == "--resume" || word == "--init-from") {
+      ++i; // and its value
+      continue;
+    }
+    if (word == "--init-skip") {
+      skipValues = true;
+      continue;
+    }
+    out += (out.empty() ? "" : " ") + shellWord(word);
+  }
+  return out + " --resume " + shellWord(checkpoint);
+}
 
 struct TrainArgs {
   std::string file;
@@ -24,12 +106,16 @@ struct TrainArgs {
   std::string task = "auto";
   std::string progress = "auto";
   bool quiet = false;
+  std::vector<std::string> commandLine; // for the command that resumes an interrupted run
 };
 
 class TrainPrinter final : public TrainListener {
 public:
   TrainPrinter(bool quiet, ProgressStyle style) : quiet_(quiet), progress_(style) {}
   void onSetup(const std::vector<std::string> &lines) override {
+    // Training starts now: from here on Ctrl-C stops it cleanly (before, it
+    // ends the process, which has written nothing yet).
+    signals_.emplace();
     if (quiet_)
       return;
     for (const std::string &line : lines)
@@ -51,11 +137,40 @@ public:
     progress_.clear();
     std::fprintf(stderr, "netc: hint: %s\n", hint.c_str());
   }
+  bool stopRequested() override {
+    if (gStopSignal == 0)
+      return false;
+    if (!stopAnnounced_) {
+      progress_.clear();
+      std::fprintf(stderr, "netc: stopping: saving the run where it stands (%s again to stop at once)\n",
+                   gStopSignal == SIGINT ? "Ctrl-C" : "the signal");
+      stopAnnounced_ = true;
+    }
+    return true;
+  }
 
 private:
   bool quiet_;
   ProgressPrinter progress_;
+  std::optional<StopSignals> signals_;
+  bool stopAnnounced_ = false;
 };
+
+/// Says where an interrupted run stopped and how to continue it.
+void reportInterrupted(const TrainResult &r, const std::vector<std::string> &commandLine) {
+  const std::string where = r.stoppedSample >= r.epochSamples
+                                ? fmt::format("after epoch {}", r.stoppedEpoch)
+                                : fmt::format("in epoch {} after {} of its {} samples", r.stoppedEpoch,
+                                              r.stoppedSample, r.epochSamples);
+  if (r.checkpoint.empty()) {
+    std::fprintf(stderr, "netc: interrupted %s (step %lld); nothing was saved\n", where.c_str(),
+                 static_cast<long long>(r.steps));
+    return;
+  }
+  std::fprintf(stderr, "netc: interrupted %s (step %lld); saved %s\nnetc: continue with: %s\n", where.c_str(),
+               static_cast<long long>(r.steps), r.checkpoint.c_str(),
+               resumeCommand(commandLine, r.checkpoint).c_str());
+}
 
 int runTrain(TrainArgs &args) {
   if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
@@ -77,14 +192,23 @@ int runTrain(TrainArgs &args) {
     std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
     return r.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
+  if (r.interrupted) {
+    reportInterrupted(r, args.commandLine);
+    return 128 + gStopSignal;
+  }
   std::printf("%s", trainSummary(r).c_str());
+  if (gStopSignal != 0) { // it came after the last step: the run is complete
+    std::fprintf(stderr, "netc: interrupted after the last step; the run is complete\n");
+    return 128 + gStopSignal;
+  }
   return kSuccess;
 }
 
 } // namespace
 
-void addTrainCommand(CLI::App &app, int &exitCode) {
+void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine) {
   auto args = std::make_shared<TrainArgs>();
+  args->commandLine = commandLine;
   TrainSettings &s = args->settings;
   CLI::App *cmd = app.add_subcommand(
       "train",
@@ -96,10 +220,11 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
          "Data folder: train-images-idx3-ubyte + train-labels-idx1-ubyte (and t10k-… for a test set), "
          "raw or .gz, or train.csv (+ test.csv) with the label in column 0")
       ->required();
-  cmd->add_option("--epochs", s.epochs, "Passes over the training data (Azure: 100 learning iterations)")
-      ->capture_default_str();
-  cmd->add_option("--batch", s.batch, "Samples per update (Azure/MicrosoftML: 1, online SGD)")
-      ->capture_default_str();
+  constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  addIntegerOption(*cmd, "--epochs", s.epochs, int64_t{1}, kMaxInt64,
+                   "Passes over the training data (Azure: 100 learning iterations)");
+  addIntegerOption(*cmd, "--batch", s.batch, int64_t{1}, kMaxInt64,
+                   "Samples per update (Azure/MicrosoftML: 1, online SGD)");
   cmd->add_option("--lr", args->learningRate,
                   "Learning rate (default: Azure's 0.1 for sgd; 0.001 for adam; 1 for adadelta)");
   cmd->add_option("--momentum", s.momentum, "SGD momentum (Azure: 0)")->capture_default_str();
@@ -122,10 +247,11 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--init-diameter", s.initDiameter,
                   "Initial weights diameter for --init uniform (Azure: 0.1)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed,
-                  "Random seed for initialisation and shuffling (default: from the clock, "
-                  "printed; Azure: blank)");
-  cmd->add_option("--threads", s.threads, "CPU threads (0: all cores)")->capture_default_str();
+  addIntegerOption(*cmd, "--seed", args->seed, uint64_t{0}, std::numeric_limits<uint64_t>::max(),
+                   "Random seed for initialisation and shuffling (default: from the clock, "
+                   "printed; Azure: blank)");
+  addThreadsOption(*cmd, s.threads);
+  addMaxMemoryOption(*cmd, s.maxMemory);
   cmd->add_option("--normalize", s.normalize,
                   "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian, "
                   "scale:S (x / S, e.g. scale:255 for 8-bit pixels) or none (default: minmax; with --resume "
@@ -139,18 +265,26 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
          "multiclass, binary or regression (default: from the data's labels and the output layer's size)")
       ->check(CLI::IsMember({"auto", "multiclass", "binary", "regression"}))
       ->capture_default_str();
-  cmd->add_option("--hidden-nodes", s.hiddenNodes, "Size of 'hidden H auto' layers (Azure: 100)")
-      ->capture_default_str();
-  cmd->add_option("--out", s.outDir,
-                  "Folder for last.safetensors, best.safetensors and metrics.jsonl "
-                  "(default: runs/<network name>)");
-  cmd->add_option("--metrics", s.metricsFile, "Also write the metrics (JSON lines) to this file");
-  cmd->add_option("--resume", s.resume,
-                  "Continue a run from its checkpoint (e.g. runs/mnist/last.safetensors): its epoch, step, "
-                  "optimizer state, data position, seed and normalizer");
-  cmd->add_option("--init-from", s.initFrom,
-                  "Start a new run (epoch 0, fresh optimizer state, this run's flags) from the weights of a "
-                  "checkpoint of the same network; keeps its normalizer unless --normalize is given");
+  addIntegerOption(*cmd, "--hidden-nodes", s.hiddenNodes, int64_t{1}, kMaxInt64,
+                   "Size of 'hidden H auto' layers (Azure: 100)");
+  addPathOption(*cmd, "--out", s.outDir,
+                "Folder for last.safetensors, best.safetensors and metrics.jsonl (default: runs/<network "
+                "name>); a folder that already holds a run is refused unless --resume continues it or "
+                "--overwrite replaces it",
+                "leave --out out for runs/<network name>");
+  cmd->add_flag("--overwrite", s.overwrite,
+                "Replace the run already in the --out folder (its checkpoints and metrics) and an existing "
+                "--metrics file");
+  addPathOption(*cmd, "--metrics", s.metricsFile, "Also write the metrics (JSON lines) to this file",
+                "leave --metrics out for none");
+  addPathOption(*cmd, "--resume", s.resume,
+                "Continue a run from its checkpoint (e.g. runs/mnist/last.safetensors): its epoch, step, "
+                "optimizer state, data position, seed and normalizer",
+                "name the checkpoint to continue");
+  addPathOption(*cmd, "--init-from", s.initFrom,
+                "Start a new run (epoch 0, fresh optimizer state, this run's flags) from the weights of a "
+                "checkpoint of the same network; keeps its normalizer unless --normalize is given",
+                "name the checkpoint whose weights start the run");
   cmd->add_option("--init-skip", s.initSkip,
                   "With --init-from: layers whose weights and biases start fresh instead (e.g. a new output "
                   "layer); several names, or a comma-separated list")
