@@ -94,10 +94,9 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   };
   if (options.batch <= 0 || options.threads < 0 || options.threads > kMaxThreads) {
     result.failure = FailureKind::Usage;
-    result.error = options.batch <= 0
-                       ? fmt::format("--batch must be at least 1, got {}", options.batch)
-                       : fmt::format("--threads must be from 0 (all cores) to {}, got {}", kMaxThreads,
-                                     options.threads);
+    result.error = options.batch <= 0 ? fmt::format("--batch must be at least 1, got {}", options.batch)
+                                      : fmt::format("--threads must be from 0 (all cores) to {}, got {}",
+                                                    kMaxThreads, options.threads);
     return result;
   }
   auto file = train::readSafetensors(checkpointPath);

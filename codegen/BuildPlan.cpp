@@ -125,10 +125,10 @@ private:
     static constexpr std::string_view kSparse[] = {"row-start", "column", "col-start", "row", "edge"};
     static constexpr std::string_view kConvolution[] = {"gather", "scatter"};
     static constexpr std::string_view kWindow[] = {"window", "centre"};
-    const std::string_view *suffixes = bundle.lowering.kernel == ir::KernelKind::Sparse ? kSparse
-                                       : sizes->size() == 2 && bundle.lowering.kernel != ir::KernelKind::ResponseNorm
-                                           ? kConvolution
-                                           : kWindow;
+    const std::string_view *suffixes =
+        bundle.lowering.kernel == ir::KernelKind::Sparse                               ? kSparse
+        : sizes->size() == 2 && bundle.lowering.kernel != ir::KernelKind::ResponseNorm ? kConvolution
+                                                                                       : kWindow;
     const int first = static_cast<int>(plan_.buffers.size());
     for (size_t t = 0; t < sizes->size(); ++t) {
       Buffer buffer;
@@ -165,7 +165,8 @@ private:
         "network '{}' needs {} for its {} before any batch (the largest is {} '{}', {}); the limit is {} "
         "(--max-memory)",
         net_.name, overflow ? "more bytes than can be counted" : byteSizeText(total),
-        options_.training ? "parameters, gradients, optimizer state and index tables" : "parameters and index tables",
+        options_.training ? "parameters, gradients, optimizer state and index tables"
+                          : "parameters and index tables",
         largest->role == BufferRole::Table ? "the index table" : "the tensor", largest->name,
         byteSizeText(static_cast<uint64_t>(largest->fixed) * 4), byteSizeText(limit)));
   }

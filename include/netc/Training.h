@@ -54,7 +54,7 @@ struct TrainSettings {
   /// Held out of training, evaluated each epoch when no test set; unset: 0,
   /// or a resumed run's own fraction (kept in its checkpoint).
   std::optional<double> validationFraction;
-  std::string outDir;      ///< default runs/<network name>
+  std::string outDir; ///< default runs/<network name>
   /// Replace a run already in outDir (otherwise such a folder is refused).
   bool overwrite = false;
   std::string metricsFile; ///< extra JSON-lines metrics file
@@ -189,7 +189,7 @@ struct BenchSettings {
   int64_t warmup = 3, iterations = 20, repeats = 5;
   std::optional<int64_t> inputSize;
   std::string backend = "cpu";
-  bool profile = false; ///< also time each op of the training plan (BenchResult::profile)
+  bool profile = false;   ///< also time each op of the training plan (BenchResult::profile)
   uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
 };
 

@@ -36,8 +36,8 @@ void CompileFlags::addTo(CLI::App &app) {
 
 void addMaxSourceSizeOption(CLI::App &app, uint64_t &bytes) {
   app.add_option("--max-source-size")
-      ->description("Largest Net# file read, e.g. 64M or 1GiB (default " + byteSizeText(bytes) + ", at most " +
-                    byteSizeText(kMaxSourceBytesLimit) + ")")
+      ->description("Largest Net# file read, e.g. 64M or 1GiB (default " + byteSizeText(bytes) +
+                    ", at most " + byteSizeText(kMaxSourceBytesLimit) + ")")
       ->check(
           [](const std::string &text) -> std::string {
             auto size = parseByteSize(text);

@@ -158,15 +158,16 @@ nlohmann::json toJson(const ir::Network &net, int64_t batch) {
                         {"flops", net.flops},   {"activation_bytes", net.activationBytes}};
   PlannedMemory m = planMemoryOf(net);
   if (m.available)
-    out["planned_memory"] = {{"batch", batch},
-                             {"training",
-                              {{"bytes_per_sample", m.trainPerSample},
-                               {"fixed_bytes", m.trainFixed},
-                               {"bytes_per_batch", jsonBytes(bytesAtBatch(m.trainPerSample, batch, m.trainFixed))}}},
-                             {"inference",
-                              {{"bytes_per_sample", m.inferPerSample},
-                               {"fixed_bytes", m.inferFixed},
-                               {"bytes_per_batch", jsonBytes(bytesAtBatch(m.inferPerSample, batch, m.inferFixed))}}}};
+    out["planned_memory"] = {
+        {"batch", batch},
+        {"training",
+         {{"bytes_per_sample", m.trainPerSample},
+          {"fixed_bytes", m.trainFixed},
+          {"bytes_per_batch", jsonBytes(bytesAtBatch(m.trainPerSample, batch, m.trainFixed))}}},
+        {"inference",
+         {{"bytes_per_sample", m.inferPerSample},
+          {"fixed_bytes", m.inferFixed},
+          {"bytes_per_batch", jsonBytes(bytesAtBatch(m.inferPerSample, batch, m.inferFixed))}}}};
   return out;
 }
 
