@@ -47,17 +47,6 @@ Task parseTaskText(const std::string &text) {
   return Task::Unspecified;
 }
 
-std::optional<int64_t> metadataInt(const train::SafetensorsFile &file, std::string_view key) {
-  auto v = file.metadataString(key);
-  if (!v)
-    return std::nullopt;
-  char *end = nullptr;
-  long long n = std::strtoll(v->c_str(), &end, 10);
-  if (end == v->c_str() || *end)
-    return std::nullopt;
-  return n;
-}
-
 /// "[28, 28]" (checkpoint metadata) as a shape; empty when malformed.
 std::vector<int64_t> parseShape(const std::string &text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -117,17 +106,36 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
                              "{{\"normalizer\":\"none\",\"features\":0,\"offset\":[],\"scale\":[]}} "
                              "(docs/training.md, \"The checkpoint layout\")",
                              checkpointPath));
+  // The sizes that bind the network's `auto` shapes, as the run recorded them.
   CompileOptions compileOptions;
-  compileOptions.inputSize = metadataInt(*file, "input_size");
+  const int64_t maxNodes = compileOptions.maxLayerNodes;
+  auto inputSize = train::checkpointCount(*file, checkpointPath, "input_size", 1, maxNodes);
+  auto classes = train::checkpointCount(*file, checkpointPath, "classes", 0, maxNodes);
+  auto hidden = train::checkpointCount(*file, checkpointPath, "hidden_nodes", 1, maxNodes);
+  for (const auto *count : {&inputSize, &classes, &hidden})
+    if (!*count)
+      return input(count->message());
+  compileOptions.inputSize = *inputSize;
   compileOptions.task = parseTaskText(*task);
-  if (auto classes = metadataInt(*file, "classes"); classes && *classes > 0)
-    compileOptions.classCount = *classes;
-  if (auto hidden = metadataInt(*file, "hidden_nodes"); hidden && *hidden > 0)
-    compileOptions.hiddenNodes = *hidden;
+  if (*classes && **classes > 0)
+    compileOptions.classCount = **classes;
+  if (*hidden)
+    compileOptions.hiddenNodes = **hidden;
   CompileResult compiled = compileFile(netPath, compileOptions);
   result.diagnostics = compiled.formattedDiagnostics;
-  if (!compiled.network)
-    return input(fmt::format("{} has errors", netPath));
+  if (!compiled.network) {
+    std::string recorded;
+    for (const auto &[key, value] :
+         {std::pair{"input_size", *inputSize}, {"classes", *classes}, {"hidden_nodes", *hidden}})
+      if (value)
+        recorded += fmt::format("{}{} {}", recorded.empty() ? "" : ", ", key, *value);
+    return input(fmt::format("{} has errors{}", netPath,
+                             recorded.empty()
+                                 ? std::string()
+                                 : fmt::format(" with the sizes and task recorded in {} ({}, task "
+                                               "{})",
+                                               checkpointPath, recorded, *task)));
+  }
   plan::PlanOptions planOptions;
   planOptions.training = false;
   planOptions.maxMemoryBytes = options.maxMemory;
@@ -212,13 +220,12 @@ EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error)
   }
   const int64_t classes = outputSize() == 1 ? 2 : outputSize();
   if (classification())
-    for (int64_t i = 0; i < set.count; ++i) {
-      float label = set.labels[static_cast<size_t>(i)];
-      if (label < 0 || label >= float(classes) || label != std::floor(label)) {
-        error = fmt::format("{}: label {} of sample {} is outside the network's {} classes", set.labelsOrigin,
-                            label, i, classes);
-        return {};
-      }
+    if (const int64_t i = data::firstLabelOutside(set, classes); i >= 0) {
+      error = fmt::format("{}: label {} is outside the {} classes of network '{}' (labels must be integers 0 "
+                          "to {})",
+                          data::labelLocation(set, i), double(set.labels[static_cast<size_t>(i)]), classes,
+                          impl_->name, classes - 1);
+      return {};
     }
   if (Status s = impl_->normalizer.apply(set); !s) {
     error = s.message();

@@ -81,18 +81,34 @@ Task taskFromLabels(const data::Dataset &train) {
   return train.classCount <= 2 ? Task::Binary : Task::Multiclass;
 }
 
-Status checkLabels(const data::Dataset &data, const plan::Plan &plan, const std::string &outputName) {
+/// Every label of `data` is a class of the output layer `outputName` of
+/// `netPath`; the first that is not is named with its file and line (CSV) or
+/// record (IDX).
+Status checkLabels(const data::Dataset &data, const plan::Plan &plan, const std::string &outputName,
+                   const std::string &netPath) {
   if (!train::isClassification(plan))
     return Status::success();
   const int64_t classes = plan.outputNodes == 1 ? 2 : plan.outputNodes;
-  for (int64_t i = 0; i < data.count; ++i) {
-    const float label = data.labels[static_cast<size_t>(i)];
-    if (label < 0 || label >= float(classes) || label != std::floor(label))
-      return fail(fmt::format("{}: label {} of sample {} is outside the {} classes of output layer '{}' "
-                              "(labels must be integers 0 to {}); check --task or the output size",
-                              data.labelsOrigin, label, i, classes, outputName, classes - 1));
-  }
-  return Status::success();
+  const int64_t i = data::firstLabelOutside(data, classes);
+  if (i < 0)
+    return Status::success();
+  return fail(fmt::format("{}: label {} is outside the {} classes of output layer '{}' of {} (labels must be "
+                          "integers 0 to {}); fix the label, or check --task and the output layer's size",
+                          data::labelLocation(data, i), double(data.labels[static_cast<size_t>(i)]), classes,
+                          outputName, netPath, classes - 1));
+}
+
+/// When the labels made the task regression (no --task) because one of
+/// them is not a class index: that label, where it is, and what to do.
+std::optional<std::string> regressionCause(const std::vector<const data::Dataset *> &sets) {
+  for (const data::Dataset *d : sets)
+    if (d)
+      for (int64_t i = 0; i < d->count; ++i)
+        if (const float label = d->labels[static_cast<size_t>(i)]; !data::isClassLabel(label))
+          return fmt::format("the labels were read as regression targets because {}: label {} is not a class "
+                             "(an integer from 0 to {}); fix the label, or give --task",
+                             data::labelLocation(*d, i), double(label), int64_t(data::kMaxClassLabel) - 1);
+  return std::nullopt;
 }
 
 EvaluationResult toPublic(const train::Evaluation &e) {
@@ -343,22 +359,24 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   // The labels' class count sizes an `auto` output layer. An output layer of
   // a given size may have more classes than the data shows (a slice holding
   // some digits only), so when the compiler finds the sizes differ, compile
-  // without the count: labels past the output layer are then refused below
-  // with the compiler's diagnostic, naming the file, the sample and the label.
-  std::optional<std::string> sizeMismatch; // the first compile's diagnostics
+  // without the count: labels past the output layer are then refused below,
+  // naming the label and where it is (not the size the compiler wanted).
   if (!compiled->network && compiled->outputSizeMismatch && options.task == Task::Multiclass) {
     CompileOptions sized = options;
     sized.classCount.reset();
     auto again = compileForData(netPath, sized);
     if (again && again->network) {
-      sizeMismatch = compiled->diagnostics;
       compiled = std::move(again);
       options = sized;
     }
   }
   result.diagnostics = compiled->diagnostics;
-  if (!compiled->network)
+  if (!compiled->network) {
+    if (s.task == Task::Unspecified && options.task == Task::Regression && compiled->outputSizeMismatch)
+      if (auto cause = regressionCause({&trainSet, testSet ? &*testSet : nullptr}))
+        return input(compileFailure + ": " + *cause);
     return input(compileFailure);
+  }
   const ir::Network &net = compiled->network->impl().network;
   plan::PlanOptions planOptions;
   planOptions.optimizerStateSlots = optim::stateSlots(*optimizer, hyper);
@@ -376,13 +394,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   for (const data::Dataset *d :
        {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
     if (d)
-      if (Status st = checkLabels(*d, *plan, outputName); !st) {
-        if (sizeMismatch) {
-          result.diagnostics = *sizeMismatch;
-          return input(compileFailure + ": " + st.message());
-        }
-        return input(st.message());
-      }
+      if (Status st = checkLabels(*d, *plan, outputName, netPath); !st)
+        return input(st.message()); // the label, not the size the compiler wanted for it
   // --init-skip: the parameters of the named layers start fresh.
   std::set<std::string> freshParameters;
   for (const std::string &layerName : s.initSkip) {

@@ -1,5 +1,6 @@
 // DiagnosticPrinter.cpp -- text and JSON rendering of diagnostics.
 #include "support/DiagnosticPrinter.h"
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 
@@ -25,14 +26,9 @@ const char *severityColour(Severity severity) {
   return kBold;
 }
 
-/// A control byte (other than tab) is echoed as \xNN, never raw: a raw ESC
-/// or BEL would act on the terminal, a NUL would cut the output.
-bool isControlByte(unsigned char c) {
-  return (c < 0x20 && c != '\t') || c == 0x7F;
-}
-
-// Expands tabs and escapes control bytes so the underline lines up with the
-// echoed source line.
+// Expands tabs and escapes control bytes (PrintableText.h: never raw ESC,
+// BEL or NUL on the terminal) so the underline lines up with the echoed
+// source line.
 std::string printableLine(std::string_view line) {
   std::string out;
   for (char c : line) {

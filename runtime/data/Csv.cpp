@@ -4,6 +4,8 @@
 // surrounded by spaces or double quotes.
 #include "runtime/data/Csv.h"
 
+#include "support/PrintableText.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -78,10 +80,13 @@ NumberError parseNumber(std::string_view text, float &value) {
   return NumberError::None;
 }
 
+/// Whether every field is written as a number. NaN and infinities count:
+/// a row of them is data with a bad value, not a header.
 bool allNumbers(const std::vector<Field> &fields) {
   float value;
   for (const Field &field : fields)
-    if (parseNumber(field.text, value) != NumberError::None)
+    if (NumberError error = parseNumber(field.text, value);
+        error != NumberError::None && error != NumberError::NotFinite)
       return false;
   return true;
 }
@@ -92,6 +97,7 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
   Dataset data;
   data.origin = name;
   data.labelsOrigin = name;
+  data.sourceIsLines = true;
   std::vector<Field> fields;
   size_t width = 0;
   int64_t widthLine = 0;
@@ -144,17 +150,16 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
       NumberError error = parseNumber(fields[i].text, value);
       if (error != NumberError::None) {
         std::string what = i == labelColumn ? "the label" : fmt::format("feature field {}", i + 1);
+        const std::string shown = printableText(fields[i].text);
         std::string problem;
         switch (error) {
         case NumberError::Empty: problem = fmt::format("{} is empty; expected a number", what); break;
-        case NumberError::NotANumber:
-          problem = fmt::format("{} '{}' is not a number", what, fields[i].text);
-          break;
+        case NumberError::NotANumber: problem = fmt::format("{} '{}' is not a number", what, shown); break;
         case NumberError::NotFinite:
-          problem = fmt::format("{} '{}' is not a finite number", what, fields[i].text);
+          problem = fmt::format("{} '{}' is not a finite number", what, shown);
           break;
         case NumberError::OutOfRange:
-          problem = fmt::format("{} '{}' is out of range for a 32-bit float", what, fields[i].text);
+          problem = fmt::format("{} '{}' is out of range for a 32-bit float", what, shown);
           break;
         case NumberError::None: break;
         }
@@ -165,6 +170,7 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
       else
         data.features.push_back(value);
     }
+    data.sourceRows.push_back(lineNumber);
     ++data.count;
   }
 

@@ -2,20 +2,23 @@
 // Dataset.h).
 #include "runtime/data/Dataset.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
 namespace netc::data {
 
+bool isClassLabel(float label) {
+  return label >= 0.0f && label < kMaxClassLabel && std::floor(label) == label;
+}
+
 void computeLabelInfo(Dataset &data) {
-  // Labels above 2^24 are not exactly representable as floats, so they
-  // cannot be class indices.
-  constexpr float kMaxClassLabel = 16777216.0f;
   bool integers = true;
   float maxLabel = -1.0f;
   for (float label : data.labels) {
-    if (!(label >= 0.0f && label < kMaxClassLabel && std::floor(label) == label)) {
+    if (!isClassLabel(label)) {
       integers = false;
       break;
     }
@@ -23,6 +26,22 @@ void computeLabelInfo(Dataset &data) {
   }
   data.integerLabels = integers;
   data.classCount = integers ? static_cast<int64_t>(maxLabel) + 1 : 0;
+}
+
+int64_t firstLabelOutside(const Dataset &data, int64_t classes) {
+  for (int64_t i = 0; i < data.count; ++i) {
+    const float label = data.labels[static_cast<size_t>(i)];
+    if (!isClassLabel(label) || label >= static_cast<float>(classes))
+      return i;
+  }
+  return -1;
+}
+
+std::string labelLocation(const Dataset &data, int64_t index) {
+  const int64_t row = data.sourceRows.empty() ? index : data.sourceRows[static_cast<size_t>(index)];
+  if (data.sourceIsLines)
+    return fmt::format("{}:{}", data.labelsOrigin, row);
+  return fmt::format("{}, item {}", data.labelsOrigin, row);
 }
 
 Dataset selectRows(const Dataset &data, std::span<const int64_t> indices) {
@@ -34,6 +53,8 @@ Dataset selectRows(const Dataset &data, std::span<const int64_t> indices) {
   out.sampleShape = data.sampleShape;
   out.integerLabels = data.integerLabels;
   out.classCount = data.classCount;
+  out.sourceIsLines = data.sourceIsLines;
+  out.sourceRows.resize(indices.size());
   out.features.resize(static_cast<size_t>(out.count * out.featureCount));
   out.labels.resize(indices.size());
   float *dst = out.features.data();
@@ -43,6 +64,7 @@ Dataset selectRows(const Dataset &data, std::span<const int64_t> indices) {
     std::span<const float> row = data.row(index);
     dst = std::copy(row.begin(), row.end(), dst);
     out.labels[i] = data.labels[static_cast<size_t>(index)];
+    out.sourceRows[i] = data.sourceRows.empty() ? index : data.sourceRows[static_cast<size_t>(index)];
   }
   return out;
 }

@@ -32,6 +32,11 @@ struct Dataset {
   int64_t classCount = 0;
   /// The shape of one sample, e.g. {28, 28} for MNIST or {featureCount} for CSV.
   std::vector<int64_t> sampleShape;
+  /// Where each sample is in its files, for messages: its 1-based line when
+  /// `sourceIsLines` (CSV), else its 0-based record (IDX). Empty: sample i is
+  /// record i (an IDX file read whole).
+  std::vector<int64_t> sourceRows;
+  bool sourceIsLines = false;
 
   /// The features of sample `index` (0 <= index < count).
   std::span<const float> row(int64_t index) const {
@@ -39,8 +44,23 @@ struct Dataset {
   }
 };
 
+/// Labels at or above this are not exactly representable as floats, so they
+/// cannot be class indices.
+inline constexpr float kMaxClassLabel = 16777216.0f;
+
+/// Whether `label` can be a class index: an integer in [0, kMaxClassLabel).
+bool isClassLabel(float label);
+
 /// Sets `integerLabels` and `classCount` from `labels`.
 void computeLabelInfo(Dataset &data);
+
+/// The first sample whose label is not a class of `classes` (an integer
+/// in [0, classes)), or -1 when every label is.
+int64_t firstLabelOutside(const Dataset &data, int64_t classes);
+
+/// Where the label of sample `index` is, for messages: "train.csv:12" for
+/// CSV, "train-labels-idx1-ubyte, item 12" for IDX (0-based, as its items).
+std::string labelLocation(const Dataset &data, int64_t index);
 
 /// The samples of `data` at `indices` (in that order), with the same
 /// featureCount, sampleShape, integerLabels and classCount (a subset keeps the

@@ -3,14 +3,18 @@
 // larger than 16384 pixels a side are refused.
 #include "runtime/data/Images.h"
 
+#include "support/PrintableText.h"
+
 #include <fmt/format.h>
 #include <png.h>
 
 #include <cctype>
+#include <charconv>
 #include <csetjmp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace netc::data {
@@ -28,8 +32,10 @@ Expected<std::string> readAll(const std::string &path) {
   return s.str();
 }
 
-/// Reads the next PGM header token (skipping whitespace and # comments).
-bool nextToken(const std::string &text, size_t &pos, int64_t &value) {
+/// The next token of a PGM header or of ASCII pixels, skipping whitespace
+/// and # comments: the bytes up to the next whitespace or '#'; empty at the
+/// end of the file.
+std::string_view nextToken(const std::string &text, size_t &pos) {
   while (pos < text.size()) {
     if (text[pos] == '#') {
       while (pos < text.size() && text[pos] != '\n')
@@ -40,45 +46,86 @@ bool nextToken(const std::string &text, size_t &pos, int64_t &value) {
       break;
     }
   }
-  size_t start = pos;
-  value = 0;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) && pos - start < 9)
-    value = value * 10 + (text[pos++] - '0');
-  return pos > start;
+  const size_t start = pos;
+  while (pos < text.size() && !std::isspace(static_cast<unsigned char>(text[pos])) && text[pos] != '#')
+    ++pos;
+  return std::string_view(text).substr(start, pos - start);
+}
+
+/// `token` as a decimal number (digits only); nothing when it is not one or
+/// does not fit in 64 bits.
+std::optional<uint64_t> tokenValue(std::string_view token) {
+  uint64_t value = 0;
+  const char *first = token.data(), *last = first + token.size();
+  auto [end, error] = std::from_chars(first, last, value);
+  if (token.empty() || error != std::errc() || end != last)
+    return std::nullopt;
+  return value;
+}
+
+/// `token` for a message: control bytes escaped, at most 20 bytes.
+std::string shownToken(std::string_view token) {
+  return printableText(token.substr(0, 20)) + (token.size() > 20 ? "..." : "");
 }
 
 Expected<Image> parsePgm(const std::string &path, const std::string &text) {
   const bool binary = text[1] == '5';
   size_t pos = 2;
-  int64_t width = 0, height = 0, maxValue = 0;
-  if (!nextToken(text, pos, width) || !nextToken(text, pos, height) || !nextToken(text, pos, maxValue))
-    return fail(fmt::format("{}: malformed PGM header (expected width, height and maximum value)", path));
-  if (width <= 0 || height <= 0 || width > kMaxSide || height > kMaxSide || maxValue <= 0 || maxValue > 65535)
+  static constexpr const char *kFields[] = {"width", "height", "maximum value"};
+  uint64_t fields[3] = {};
+  std::string_view written[3];
+  for (int f = 0; f < 3; ++f) {
+    written[f] = nextToken(text, pos);
+    if (written[f].empty())
+      return fail(fmt::format("{}: malformed PGM header: it ends before its {} (expected width, height and "
+                              "maximum value)",
+                              path, kFields[f]));
+    auto value = tokenValue(written[f]);
+    if (!value)
+      return fail(fmt::format("{}: malformed PGM header: its {} is '{}', not a number", path, kFields[f],
+                              shownToken(written[f])));
+    fields[f] = *value;
+  }
+  const uint64_t width = fields[0], height = fields[1], maxValue = fields[2];
+  if (width == 0 || height == 0 || width > uint64_t(kMaxSide) || height > uint64_t(kMaxSide) ||
+      maxValue == 0 || maxValue > 65535)
     return fail(
         fmt::format("{}: PGM size {}×{} with maximum {} is not supported (sides 1 to {}, maximum 1 to 65535)",
-                    path, width, height, maxValue, kMaxSide));
-  Image image{height, width, {}};
-  const int64_t count = width * height;
+                    path, shownToken(written[0]), shownToken(written[1]), shownToken(written[2]), kMaxSide));
+  Image image{int64_t(height), int64_t(width), {}};
+  const int64_t count = int64_t(width * height);
   const int bytesPerPixel = maxValue > 255 ? 2 : 1;
+  auto aboveMaximum = [&](int64_t i, uint64_t v) {
+    return fail(fmt::format("{}: pixel {} (row {}, column {}) is {}, above the maximum value {} of its PGM "
+                            "header",
+                            path, i, i / int64_t(width), i % int64_t(width), v, maxValue));
+  };
+  image.pixels.reserve(static_cast<size_t>(count));
   if (binary) {
     ++pos; // the single whitespace after the maximum
     if (text.size() < pos || int64_t(text.size() - pos) < count * bytesPerPixel)
       return fail(fmt::format("{}: truncated PGM: {}×{} pixels need {} bytes, the file has {}", path, width,
                               height, count * bytesPerPixel, text.size() > pos ? text.size() - pos : 0));
-    image.pixels.resize(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
       const auto *p = reinterpret_cast<const unsigned char *>(text.data() + pos + i * bytesPerPixel);
-      int v = bytesPerPixel == 2 ? (p[0] << 8 | p[1]) : p[0];
-      image.pixels[static_cast<size_t>(i)] = float(v) * 255.0f / float(maxValue);
+      const uint64_t v = bytesPerPixel == 2 ? uint64_t(p[0] << 8 | p[1]) : p[0];
+      if (v > maxValue)
+        return aboveMaximum(i, v);
+      image.pixels.push_back(float(v) * 255.0f / float(maxValue));
     }
     return image;
   }
-  image.pixels.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    int64_t v = 0;
-    if (!nextToken(text, pos, v))
+    const std::string_view token = nextToken(text, pos);
+    if (token.empty())
       return fail(fmt::format("{}: truncated PGM: expected {} pixel values, found {}", path, count, i));
-    image.pixels.push_back(float(std::min(v, maxValue)) * 255.0f / float(maxValue));
+    auto v = tokenValue(token);
+    if (!v)
+      return fail(fmt::format("{}: pixel {} (row {}, column {}) is '{}', not a number", path, i,
+                              i / int64_t(width), i % int64_t(width), shownToken(token)));
+    if (*v > maxValue)
+      return aboveMaximum(i, *v);
+    image.pixels.push_back(float(*v) * 255.0f / float(maxValue));
   }
   return image;
 }

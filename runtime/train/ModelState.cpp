@@ -5,10 +5,12 @@
 #include "runtime/train/ModelState.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Safetensors.h"
+#include "support/PrintableText.h"
 #include "support/Version.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -36,6 +38,34 @@ std::string stateName(const plan::Parameter &p, size_t slot, std::string_view op
   if (auto kind = optim::parseOptimizer(optimizer))
     return fmt::format("{}/{}", p.name, optim::stateSlotName(*kind, static_cast<int>(slot)));
   return fmt::format("{}/state{}", p.name, slot);
+}
+
+/// The index of `flat` in `shape` as "[i, j]" (row-major).
+std::string indexText(const std::vector<int64_t> &shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t extent = std::max<int64_t>(shape[d], 1);
+    index[d] = flat % extent;
+    flat /= extent;
+  }
+  return shapeText(index);
+}
+
+/// The values of tensor `name` as F32, every one finite; errors name the
+/// checkpoint, the tensor and, for NaN or infinity, the first such index.
+Expected<std::vector<float>> finiteValues(const SafetensorsFile &file, const std::string &path,
+                                          const std::string &name, const std::vector<int64_t> &shape) {
+  auto values = file.find(name)->toF32(shape);
+  if (!values)
+    return fail(fmt::format("{}: {}", path, values.message()));
+  for (size_t i = 0; i < values->size(); ++i)
+    if (!std::isfinite((*values)[i]))
+      return fail(fmt::format("{}: tensor '{}' holds {} at index {} (element {} of {}); a checkpoint with "
+                              "non-finite values cannot be used (the run that wrote it diverged, or the file "
+                              "is damaged)",
+                              path, name, std::isnan((*values)[i]) ? "NaN" : "an infinity",
+                              indexText(shape, static_cast<int64_t>(i)), i, values->size()));
+  return values;
 }
 
 } // namespace
@@ -120,6 +150,19 @@ Status checkCheckpointFormat(const SafetensorsFile &file, const std::string &pat
   return Status::success();
 }
 
+Expected<std::optional<int64_t>> checkpointCount(const SafetensorsFile &file, const std::string &path,
+                                                 std::string_view key, int64_t min, int64_t max) {
+  auto text = file.metadataString(key);
+  if (!text)
+    return std::optional<int64_t>();
+  auto value = file.metadataInt(key);
+  if (!value || *value < min || *value > max)
+    return fail(fmt::format("{}: metadata \"{}\" is '{}', not an integer from {} to {} (the file is damaged "
+                            "or was not written by netc train)",
+                            path, key, printableText(text->substr(0, 40)), min, max));
+  return std::optional<int64_t>(*value);
+}
+
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
                                         runtime::Backend &backend, bool withOptimizerState,
                                         std::string_view optimizer, const std::set<std::string> &keepAsIs) {
@@ -191,14 +234,14 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
   for (const plan::Parameter &p : plan.parameters) {
     if (keepAsIs.count(p.name))
       continue;
-    auto values = file->find(p.name)->toF32(p.shape);
+    auto values = finiteValues(*file, path, p.name, p.shape);
     if (!values)
       return values.error();
     backend.write(p.buffer, *values);
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
-      auto state = file->find(stateName(p, s, info.optimizer))->toF32(p.shape);
+      auto state = finiteValues(*file, path, stateName(p, s, info.optimizer), p.shape);
       if (!state)
         return state.error();
       backend.write(p.state[s], *state);

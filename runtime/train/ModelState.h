@@ -53,6 +53,13 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
 /// (its metadata has "format": "netc-checkpoint").
 Status checkCheckpointFormat(const SafetensorsFile &file, const std::string &path);
 
+/// Metadata `key` of the checkpoint read from `path` as an integer from
+/// `min` to `max`: nothing when the key is absent, an error naming the
+/// checkpoint, the key and the range when it holds anything else (never
+/// clamped: "99999999999999999999" is refused, not read as 2^63 - 1).
+Expected<std::optional<int64_t>> checkpointCount(const SafetensorsFile &file, const std::string &path,
+                                                 std::string_view key, int64_t min, int64_t max);
+
 /// Reads a checkpoint written by saveCheckpoint into the loaded plan's
 /// parameters (and optimizer state when `withOptimizerState`), after checking
 /// that every parameter is present with the plan's shape and no extra ones

@@ -27,6 +27,46 @@ TEST(CsvTest, ReadsRowsWithAHeader) {
   EXPECT_EQ(data->origin, "t.csv");
 }
 
+TEST(CsvTest, LabelsAreLocatedByLineAfterBlankLinesAndRowSelection) {
+  Expected<Dataset> data = parseCsv("label,a\n\n1,2\n\n3,4\n5,6\n", "t.csv");
+  ASSERT_TRUE(data) << data.message();
+  ASSERT_EQ(data->count, 3);
+  EXPECT_EQ(data->sourceRows, (std::vector<int64_t>{3, 5, 6}));
+  EXPECT_EQ(labelLocation(*data, 1), "t.csv:5");
+  // A validation split keeps each sample's line.
+  const std::vector<int64_t> picked = {2, 0};
+  Dataset subset = selectRows(*data, picked);
+  EXPECT_EQ(labelLocation(subset, 0), "t.csv:6");
+  EXPECT_EQ(labelLocation(subset, 1), "t.csv:3");
+  EXPECT_EQ(firstLabelOutside(subset, 5), 0); // label 5 of line 6
+  EXPECT_EQ(firstLabelOutside(subset, 6), -1);
+  // IDX-like data: sample i is item i, also after selection.
+  Dataset idx;
+  idx.labelsOrigin = "labels";
+  idx.count = 3;
+  idx.featureCount = 1;
+  idx.features = {0, 0, 0};
+  idx.labels = {0, 1, 2};
+  EXPECT_EQ(labelLocation(idx, 2), "labels, item 2");
+  const std::vector<int64_t> last = {2};
+  EXPECT_EQ(labelLocation(selectRows(idx, last), 0), "labels, item 2");
+}
+
+TEST(CsvTest, ARowOfNaNIsDataNotAHeader) {
+  Expected<Dataset> data = parseCsv("NaN,1,2\n", "t.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:1:1: the label 'NaN' is not a finite number");
+  data = parseCsv("1,inf,2\n", "t.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:1:3: feature field 2 'inf' is not a finite number");
+}
+
+TEST(CsvTest, ControlBytesInAFieldAreEscaped) {
+  Expected<Dataset> data = parseCsv(std::string("1,2\n3,\0\x1b[2J\n", 14), "t.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:2:3: feature field 2 '\\x00\\x1B[2J' is not a number");
+}
+
 TEST(CsvTest, ReadsRowsWithoutAHeaderAndALastLabelColumn) {
   CsvOptions options;
   options.labelColumn = -1;

@@ -88,13 +88,11 @@ TEST(Refusal, IdxLabelOutsideTheOutputLayer) {
   s.dataDir = tmp.file("data");
   TrainResult r = trainNetwork(seedNet(), s);
   EXPECT_EQ(r.failure, FailureKind::Input) << describe(r);
-  EXPECT_CONTAINS(r.error, tmp.file("data/train-"));
-  EXPECT_CONTAINS(r.error, "label 12");
-  EXPECT_CONTAINS(r.error, "sample 3");
+  EXPECT_CONTAINS(r.error, tmp.file("data/train-labels-idx1-ubyte") + ", item 3: label 12");
   EXPECT_CONTAINS(r.error, "10 classes");
   EXPECT_CONTAINS(r.error, "Digit");
-  // The compiler's diagnostic: the output layer has 10 nodes, the labels need 13.
-  EXPECT_CONTAINS(r.diagnostics, "NS0325");
+  // The label is the problem, not the 13 nodes the compiler would want for it.
+  EXPECT_EQ(r.diagnostics.find("NS0325"), std::string::npos) << r.diagnostics;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("out")));
 }
 
@@ -140,9 +138,7 @@ TEST(Refusal, CsvLabelOutsideTheOutputLayer) {
   s.dataDir = tmp.file("data");
   TrainResult r = trainNetwork(seedNet(), s);
   EXPECT_EQ(r.failure, FailureKind::Input) << describe(r);
-  EXPECT_CONTAINS(r.error, "train.csv");
-  EXPECT_CONTAINS(r.error, "label 12");
-  EXPECT_CONTAINS(r.error, "sample 5");
+  EXPECT_CONTAINS(r.error, "train.csv:6: label 12"); // sample 5 is line 6
 }
 
 TEST(Refusal, ImagesOfAnotherSizeThanTheNetworkInput) {

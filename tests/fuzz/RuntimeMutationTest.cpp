@@ -1,10 +1,12 @@
 // RuntimeMutationTest.cpp -- seeded mutation tests for everything the
 // runtime reads from disk (DESIGN.md §4, §8): IDX files (raw and gzipped),
-// CSV files, netc checkpoints and the JSON metadata inside them. Each
+// CSV files, PGM and PNG images, netc checkpoints and the JSON metadata
+// inside them. Each
 // mutant must either load or fail with a message; a crash, hang, leak or
 // sanitizer report fails the test (it runs under ASan and UBSan in CI).
 #include "netc/Training.h"
 #include "runtime/data/DataFolder.h"
+#include "runtime/data/Images.h"
 #include "runtime/data/Normalizer.h"
 #include "runtime/data/Shuffle.h"
 
@@ -129,6 +131,37 @@ TEST(RuntimeMutation, CsvFilesLoadOrFailWithAMessage) {
       EXPECT_EQ(loaded->train.labels.size(), static_cast<size_t>(loaded->train.count));
     }
   }
+}
+
+TEST(RuntimeMutation, ImagesLoadOrFailWithAMessage) {
+  // A 6x5 gradient as binary PGM, text PGM with a comment, and a PGM of
+  // 16-bit pixels; every mutant loads with its pixels in [0, 255] or is
+  // refused naming the file.
+  const fs::path dir = freshDir("images");
+  std::string p5 = "P5\n6 5\n200\n", p2 = "P2\n# made by hand\n6 5\n200\n", wide = "P5 6 5 1000\n";
+  for (int i = 0; i < 30; ++i) {
+    p5 += static_cast<char>(i * 6);
+    p2 += std::to_string(i * 6) + (i % 6 == 5 ? "\n" : " ");
+    wide += static_cast<char>((i * 30) >> 8);
+    wide += static_cast<char>((i * 30) & 0xFF);
+  }
+  std::mt19937 rng(31);
+  int refused = 0;
+  for (const std::string &image : {p5, p2, wide})
+    for (int i = 0; i < 400; ++i) {
+      const fs::path path = dir / "mutant.pgm";
+      writeBytes(path, mutate(std::vector<char>(image.begin(), image.end()), rng, 16));
+      auto loaded = netc::data::loadImage(path.string());
+      if (!loaded) {
+        ++refused;
+        EXPECT_NE(loaded.message().find("mutant.pgm"), std::string::npos) << loaded.message();
+        continue;
+      }
+      EXPECT_EQ(loaded->pixels.size(), static_cast<size_t>(loaded->width * loaded->height));
+      for (float v : loaded->pixels)
+        ASSERT_TRUE(v >= 0.0f && v <= 255.0f) << v;
+    }
+  EXPECT_GT(refused, 100);
 }
 
 TEST(RuntimeMutation, MetadataJsonParsesOrFails) {
