@@ -133,7 +133,7 @@ std::string dumpTokens(const std::vector<TokenInfo> &tokens, const SourceFile &f
     for (char &c : text)
       if (c == '\n' || c == '\r' || c == '\t')
         c = ' ';
-    out += fmt::format("{}:{} {} '{}'\n", a.line, a.column, token.kind, text);
+    out += fmt::format("{}:{} {} '{}'\n", a.line, a.column, token.kind(), text);
   }
   return out;
 }

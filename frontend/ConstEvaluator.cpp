@@ -36,11 +36,9 @@ std::vector<std::string_view> ConstEvaluator::names() const {
   return std::vector<std::string_view>(order_.begin(), order_.end());
 }
 
-std::vector<std::pair<std::string, Value>> ConstEvaluator::evaluateAll() {
-  std::vector<std::pair<std::string, Value>> out;
+void ConstEvaluator::evaluateAll() {
   for (const std::string &name : order_)
-    out.emplace_back(name, valueOf(name, declaration(name)));
-  return out;
+    resolved(name, declaration(name));
 }
 
 namespace {
@@ -117,21 +115,25 @@ void ConstEvaluator::evaluateInDependencyOrder() {
     }
   }
   for (size_t i : postOrder)
-    valueOf(order_[i], declaration(order_[i]));
+    resolved(order_[i], declaration(order_[i]));
 }
 
 Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
+  Value v = resolved(name, useRange);
+  v.range = useRange;
+  return v;
+}
+
+const Value &ConstEvaluator::resolved(std::string_view name, SourceRange useRange) {
+  static const Value kError = Value::error({});
   if (!ordered_)
     evaluateInDependencyOrder();
   auto it = consts_.find(std::string(name));
   if (it == consts_.end())
-    return Value::error(useRange);
+    return kError;
   Entry &entry = it->second;
-  if (entry.state == State::Done) {
-    Value v = entry.value;
-    v.range = useRange;
-    return v;
-  }
+  if (entry.state == State::Done)
+    return entry.value;
   if (entry.state == State::InProgress) {
     // A cycle: report it once, at the use that closes it, with a note per link.
     Diagnostic &d = diags_.report(DiagId::ConstCycle, useRange, std::string(name));
@@ -147,7 +149,7 @@ Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
       e.state = State::Done;
       e.value = Value::error(e.item->name.range);
     }
-    return Value::error(useRange);
+    return kError;
   }
   entry.state = State::InProgress;
   evaluating_.push_back(std::string(name));
@@ -156,11 +158,9 @@ Value ConstEvaluator::valueOf(std::string_view name, SourceRange useRange) {
   Entry &after = consts_[std::string(name)];
   if (after.state == State::InProgress) { // not already marked as part of a cycle
     after.state = State::Done;
-    after.value = v;
+    after.value = std::move(v);
   }
-  Value result = after.value;
-  result.range = useRange;
-  return result;
+  return after.value;
 }
 
 Value ConstEvaluator::evaluate(const ast::Expr &e) {
@@ -207,11 +207,16 @@ Value ConstEvaluator::evalName(const ast::Expr &e) {
 }
 
 Value ConstEvaluator::evalIndex(const ast::Expr &e) {
-  ast::Expr base;
-  base.kind = ast::ExprKind::Name;
-  base.text = e.text;
-  base.range = e.nameRange;
-  Value tuple = evalName(base);
+  // A declared tuple is indexed in place, not copied for every use.
+  Value named;
+  if (!isDeclared(e.text)) {
+    ast::Expr base;
+    base.kind = ast::ExprKind::Name;
+    base.text = e.text;
+    base.range = e.nameRange;
+    named = evalName(base);
+  }
+  const Value &tuple = isDeclared(e.text) ? resolved(e.text, e.nameRange) : named;
   Value index = evaluate(*e.operands[0]);
   if (tuple.isError() || index.isError())
     return Value::error(e.range);
@@ -322,7 +327,9 @@ Value ConstEvaluator::evalTuple(const ast::Expr &e) {
     bad |= v.isError();
     tuple.items.push_back(std::move(v));
   }
-  return bad ? Value::error(e.range) : tuple;
+  if (bad)
+    return Value::error(e.range);
+  return tuple; // moved, not copied (a conditional expression would copy it)
 }
 
 Value applyUnary(ast::Op op, const Value &operand, SourceRange range, DiagnosticEngine &diags) {

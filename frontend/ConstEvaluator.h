@@ -26,8 +26,9 @@ public:
   /// Where a const's name was written (for notes).
   SourceRange declaration(std::string_view name) const;
   std::vector<std::string_view> names() const;
-  /// Const names in declaration order, with their values (for dumps).
-  std::vector<std::pair<std::string, Value>> evaluateAll();
+  /// Evaluates every declared const once (so errors in unused consts are
+  /// reported too), without copying any value.
+  void evaluateAll();
 
   /// Evaluates an expression in const context.
   Value evaluate(const ast::Expr &expr);
@@ -44,6 +45,10 @@ private:
 
   /// Evaluates every declared const, dependencies first (see the .cpp).
   void evaluateInDependencyOrder();
+  /// The value of const `name`, evaluated on first use, without a copy (a
+  /// tuple const may hold millions of items); an error value when it is
+  /// undeclared or on a cycle closed at `useRange`.
+  const Value &resolved(std::string_view name, SourceRange useRange);
   Value evalName(const ast::Expr &e);
   Value evalIndex(const ast::Expr &e);
   Value evalCall(const ast::Expr &e);

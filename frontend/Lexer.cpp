@@ -5,8 +5,10 @@
 #include "frontend/Lexer.h"
 
 #include "NetSharpLexer.h"
+#include "NetSharpParser.h"
 #include "antlr4-runtime.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <unordered_map>
@@ -140,6 +142,47 @@ uint32_t twoCharType(char a, char b) {
 
 } // namespace
 
+void foldNumberTuples(std::vector<LexedToken> &tokens, size_t minItems) {
+  const size_t n = tokens.size();
+  auto is = [&](size_t i, uint32_t type) { return i < n && !tokens[i].hidden && tokens[i].type == type; };
+  size_t out = 0;
+  uint32_t previous = 0; // the type of the last token the parser sees
+  for (size_t i = 0; i < n;) {
+    // After a name, '[' is an index (`T[3]`) or a layer's shape: never folded.
+    if (is(i, L::LBRACK) && previous != L::IDENT) {
+      // Scan `item (, item)* ]`; a tuple that is not all numbers stops the
+      // scan at its first other token, so scans never overlap.
+      size_t j = i + 1, items = 0;
+      bool closed = false;
+      while (true) {
+        if (is(j, L::MINUS))
+          ++j;
+        if (!is(j, L::INT) && !is(j, L::REAL))
+          break;
+        ++j;
+        ++items;
+        if (is(j, L::COMMA)) {
+          ++j;
+          continue;
+        }
+        closed = is(j, L::RBRACK);
+        break;
+      }
+      if (closed && items >= minItems) {
+        tokens[out++] = {static_cast<uint32_t>(NetSharpParser::NUMBER_LIST), tokens[i].begin, tokens[j].end,
+                         false};
+        previous = NetSharpParser::NUMBER_LIST;
+        i = j + 1;
+        continue;
+      }
+    }
+    if (!tokens[i].hidden)
+      previous = tokens[i].type;
+    tokens[out++] = tokens[i++];
+  }
+  tokens.resize(out);
+}
+
 std::vector<LexedToken> lexSource(std::string_view text) {
   std::vector<LexedToken> out;
   out.reserve(text.size() / 3 + 1);
@@ -221,6 +264,8 @@ std::string_view tokenTypeName(uint32_t type) {
     std::vector<std::string> table(vocabulary.getMaxTokenType() + 1);
     for (size_t t = 0; t < table.size(); ++t)
       table[t] = t == L::HIDDEN_LAYER ? "HIDDEN" : vocabulary.getSymbolicName(t);
+    table.resize(std::max<size_t>(table.size(), NetSharpParser::NUMBER_LIST + 1));
+    table[NetSharpParser::NUMBER_LIST] = "NUMBER_LIST"; // the parser's own token (foldNumberTuples)
     return table;
   }();
   return type < names.size() ? std::string_view(names[type]) : std::string_view("?");

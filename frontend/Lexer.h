@@ -7,6 +7,7 @@
 // characters (including invalid UTF-8 bytes) are tokens on the hidden channel.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,17 @@ std::vector<LexedToken> lexSource(std::string_view text);
 /// compare lexSource against. Bytes that are not valid UTF-8 must have been
 /// replaced (one byte for one) before calling.
 std::vector<LexedToken> lexSourceWithAntlr(std::string_view text);
+
+/// Tuples of at least this many plain numbers are folded for the parser.
+inline constexpr size_t kFoldNumberTuplesFrom = 64;
+
+/// Replaces, in place, every tuple of at least `minItems` plain numbers --
+/// `[` (`-`? INT-or-REAL) (`,` (`-`? INT-or-REAL))* `]` with no comment or
+/// stray character inside, and not right after a name (an index or a layer's
+/// shape) -- by one NUMBER_LIST token covering it, for the
+/// parser (grammar/NetSharp.g4): a huge tuple of weights then costs one token
+/// and no parse tree. Linear in the number of tokens.
+void foldNumberTuples(std::vector<LexedToken> &tokens, size_t minItems = kFoldNumberTuplesFrom);
 
 /// The symbolic name of a token type, e.g. "HIDDEN", "IDENT", "LINE_COMMENT".
 std::string_view tokenTypeName(uint32_t type);

@@ -2,6 +2,9 @@
 // reading the labelled tokens and child contexts of the generated parser.
 #include "frontend/ParseTreeToAst.h"
 
+#include "frontend/Lexer.h"
+#include "frontend/TokenArrayStream.h"
+
 #include "support/Spelling.h"
 
 #include <cerrno>
@@ -404,26 +407,11 @@ private:
     auto e = std::make_unique<ast::Expr>();
     e->range = rangeOf(ctx);
     if (auto *i = dynamic_cast<P::IntLiteralContext *>(ctx)) {
-      e->kind = ast::ExprKind::Int;
-      e->text = i->INT() ? i->INT()->getSymbol()->getText() : std::string();
-      errno = 0;
-      char *end = nullptr;
-      long long v = std::strtoll(e->text.c_str(), &end, 10);
-      if (errno == ERANGE) {
-        diags_.report(DiagId::NumberOutOfRange, e->range, e->text);
-        e->kind = ast::ExprKind::Error;
-      }
-      e->intValue = v;
+      return numberExpr(P::INT, i->INT() ? i->INT()->getSymbol()->getText() : std::string(), e->range);
     } else if (auto *r = dynamic_cast<P::RealLiteralContext *>(ctx)) {
-      e->kind = ast::ExprKind::Real;
-      e->text = r->REAL() ? r->REAL()->getSymbol()->getText() : std::string();
-      errno = 0;
-      double v = std::strtod(e->text.c_str(), nullptr);
-      if (errno == ERANGE && (v > 1 || v < -1)) {
-        diags_.report(DiagId::NumberOutOfRange, e->range, e->text);
-        e->kind = ast::ExprKind::Error;
-      }
-      e->realValue = v;
+      return numberExpr(P::REAL, r->REAL() ? r->REAL()->getSymbol()->getText() : std::string(), e->range);
+    } else if (auto *l = dynamic_cast<P::NumberListExprContext *>(ctx)) {
+      return buildNumberList(l->NUMBER_LIST()->getSymbol());
     } else if (auto *b = dynamic_cast<P::BoolLiteralContext *>(ctx)) {
       e->kind = ast::ExprKind::Bool;
       e->intValue = b->value && b->value->getType() == P::TRUE ? 1 : 0;
@@ -460,6 +448,66 @@ private:
       e->kind = ast::ExprKind::Error;
     }
     return e;
+  }
+
+  /// An INT or REAL literal with the text `text` at `range`; one out of
+  /// range is reported (NS0106) and becomes an Error expression.
+  ast::ExprPtr numberExpr(size_t type, std::string text, SourceRange range) {
+    auto e = std::make_unique<ast::Expr>();
+    e->range = range;
+    e->text = std::move(text);
+    errno = 0;
+    if (type == P::INT) {
+      e->kind = ast::ExprKind::Int;
+      char *end = nullptr;
+      e->intValue = std::strtoll(e->text.c_str(), &end, 10);
+      if (errno == ERANGE) {
+        diags_.report(DiagId::NumberOutOfRange, e->range, e->text);
+        e->kind = ast::ExprKind::Error;
+      }
+    } else {
+      e->kind = ast::ExprKind::Real;
+      e->realValue = std::strtod(e->text.c_str(), nullptr);
+      if (errno == ERANGE && (e->realValue > 1 || e->realValue < -1)) {
+        diags_.report(DiagId::NumberOutOfRange, e->range, e->text);
+        e->kind = ast::ExprKind::Error;
+      }
+    }
+    return e;
+  }
+
+  /// The tuple a NUMBER_LIST token stands for (foldNumberTuples): the AST
+  /// the parse tree of `[1, -2.5, ...]` would give, item by item, read back
+  /// from the token's text.
+  ast::ExprPtr buildNumberList(Token *token) {
+    auto tuple = std::make_unique<ast::Expr>();
+    tuple->kind = ast::ExprKind::Tuple;
+    tuple->range = rangeOf(token);
+    auto *array = dynamic_cast<ArrayToken *>(token);
+    const std::string_view text = array ? array->sourceText() : std::string_view();
+    const uint32_t base = tuple->range.begin;
+    const std::vector<LexedToken> items = lexSource(text);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const LexedToken &t = items[i];
+      if (t.type != P::INT && t.type != P::REAL && t.type != P::MINUS)
+        continue; // '[', ',' and ']'
+      auto shifted = [base](const LexedToken &x) { return SourceRange{base + x.begin, base + x.end}; };
+      if (t.type == P::MINUS && i + 1 < items.size()) {
+        const LexedToken &number = items[++i];
+        auto negation = std::make_unique<ast::Expr>();
+        negation->kind = ast::ExprKind::Unary;
+        negation->op = ast::Op::Neg;
+        negation->range = SourceRange::cover(shifted(t), shifted(number));
+        negation->nameRange = shifted(t);
+        negation->operands.push_back(numberExpr(
+            number.type, std::string(text.substr(number.begin, number.end - number.begin)), shifted(number)));
+        tuple->operands.push_back(std::move(negation));
+        continue;
+      }
+      tuple->operands.push_back(
+          numberExpr(t.type, std::string(text.substr(t.begin, t.end - t.begin)), shifted(t)));
+    }
+    return tuple;
   }
 
   DiagnosticEngine &diags_;

@@ -82,6 +82,7 @@ std::string describeExpected(const antlr4::dfa::Vocabulary &vocabulary,
       parts.emplace_back(name);
     }
   };
+  types.erase(P::NUMBER_LIST); // a '[' that starts a folded tuple, never written as such
   takeGroup({P::INT, P::REAL, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK, P::MINUS, P::NOT}, 5, "an expression");
   if (!parts.empty() && parts[0] == "an expression")
     for (size_t t : {P::IDENT, P::ABS, P::MAX, P::SIGMOID, P::LINEAR, P::SOFTMAX, P::RLINEAR, P::SQUARE,
@@ -130,6 +131,10 @@ public:
     if (!parser)
       return;
     SourceRange range = rangeOf(offending);
+    // A folded tuple of numbers (foldNumberTuples) is reported at its '['.
+    const bool foldedTuple = offending && offending->getType() == P::NUMBER_LIST;
+    if (foldedTuple)
+      range.end = range.begin + 1;
     // One error per position: ANTLR may report the same spot twice while recovering.
     if (!reported_.insert(range.begin).second)
       return;
@@ -147,8 +152,9 @@ public:
     } catch (...) {
     }
     const auto &vocabulary = parser->getVocabulary();
-    std::string found = offending && offending->getType() != Token::EOF ? "'" + offending->getText() + "'"
-                                                                        : std::string("end of file");
+    std::string found = foldedTuple                                       ? std::string("'['")
+                        : offending && offending->getType() != Token::EOF ? "'" + offending->getText() + "'"
+                                                                          : std::string("end of file");
     // A misspelled keyword where a keyword was expected: suggest it.
     if (offending && offending->getType() == P::IDENT) {
       std::vector<std::string> literals;
@@ -274,19 +280,16 @@ std::vector<TokenInfo> describeTokens(const SourceFile &file, const std::vector<
                      shownCharacter(token));
       }
       for (size_t k = i; k <= last; ++k)
-        out.push_back(
-            {tokenTypeName(tokens[k].type), categoryOf(tokens[k].type), {tokens[k].begin, tokens[k].end}});
+        out.push_back({categoryOf(tokens[k].type),
+                       static_cast<uint16_t>(tokens[k].type),
+                       {tokens[k].begin, tokens[k].end}});
       i = last;
       continue;
     }
     if (isUnterminatedCommentToken(token.type)) {
       diags.report(DiagId::UnterminatedComment, {range.begin, range.begin + 2});
     }
-    TokenInfo info;
-    info.kind = tokenTypeName(token.type);
-    info.category = categoryOf(token.type);
-    info.range = range;
-    out.push_back(std::move(info));
+    out.push_back({categoryOf(token.type), static_cast<uint16_t>(token.type), range});
   }
   return out;
 }
@@ -361,7 +364,7 @@ std::vector<TokenInfo> lexTokens(const SourceFile &file, DiagnosticEngine &diags
   return describeTokens(file, lexSource(file.text()), diags);
 }
 
-ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
+ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags, size_t foldTuplesFrom) {
   ParseResult result;
   // Binary data (an executable, an image, random bytes) is one error, not
   // millions: a NUL byte in the first 8 KiB, the rule of grep and git.
@@ -375,7 +378,7 @@ ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
   result.tokens = describeTokens(file, lexed, diags);
   for (const TokenInfo &token : result.tokens)
     if (token.category == TokenInfo::Category::Comment)
-      result.program.comments.push_back({token.range, token.kind != "LINE_COMMENT"});
+      result.program.comments.push_back({token.range, token.kind() != "LINE_COMMENT"});
   if (diags.errorLimitReached())
     return result; // the lexical errors alone passed the limit
   if (auto deep = findExcessiveNesting(lexed)) {
@@ -383,7 +386,9 @@ ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags) {
     return result;
   }
 
+  foldNumberTuples(lexed, foldTuplesFrom);
   TokenArrayStream tokens(file.text(), lexed, file.name());
+  lexed = {}; // the stream holds its own copy: free this one before parsing
   NetSharpParser parser(&tokens);
   parser.removeErrorListeners();
 

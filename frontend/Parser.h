@@ -4,6 +4,7 @@
 #pragma once
 
 #include "frontend/Ast.h"
+#include "frontend/Lexer.h"
 #include "support/DiagnosticEngine.h"
 #include "support/SourceFile.h"
 
@@ -14,10 +15,13 @@ namespace netc {
 
 /// A lexed token, comments included (for dumps and the formatter).
 struct TokenInfo {
-  enum class Category { Keyword, Function, Identifier, Integer, Real, Punctuation, Comment, Error };
-  std::string_view kind; // e.g. "HIDDEN", "IDENT", "LINE_COMMENT" (static storage)
+  enum class Category : uint8_t { Keyword, Function, Identifier, Integer, Real, Punctuation, Comment, Error };
   Category category = Category::Punctuation;
+  uint16_t type = 0; // NetSharpLexer token type
   SourceRange range;
+  /// The type's name, e.g. "HIDDEN", "IDENT", "LINE_COMMENT" (12 bytes a
+  /// token instead of 32: a file may have millions).
+  std::string_view kind() const { return tokenTypeName(type); }
 };
 
 struct ParseResult {
@@ -27,7 +31,10 @@ struct ParseResult {
 
 /// Lexes and parses one file. Always returns a program (possibly partial);
 /// problems go to `diags`.
-ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags);
+/// Tuples of `foldTuplesFrom` plain numbers or more are parsed through one
+/// NUMBER_LIST token (Lexer.h); the AST is the same either way.
+ParseResult parseProgram(const SourceFile &file, DiagnosticEngine &diags,
+                         size_t foldTuplesFrom = kFoldNumberTuplesFrom);
 
 /// Lexes only (for `netc compile --emit=tokens`); lexical problems go to diags.
 std::vector<TokenInfo> lexTokens(const SourceFile &file, DiagnosticEngine &diags);

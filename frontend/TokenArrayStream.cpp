@@ -9,6 +9,12 @@ std::string ArrayToken::getText() const {
   return std::string(stream_->text().substr(begin_, end_ - begin_));
 }
 
+std::string_view ArrayToken::sourceText() const {
+  if (type_ == EOF)
+    return {};
+  return stream_->text().substr(begin_, end_ - begin_);
+}
+
 antlr4::TokenSource *ArrayToken::getTokenSource() const {
   return stream_->getTokenSource();
 }

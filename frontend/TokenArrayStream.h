@@ -24,6 +24,9 @@ public:
       : stream_(stream), type_(type), begin_(begin), end_(end), index_(index), line_(line), column_(column) {}
 
   std::string getText() const override;
+  /// The token's bytes in the source, without a copy (a NUMBER_LIST token
+  /// may span megabytes).
+  std::string_view sourceText() const;
   size_t getType() const override { return type_; }
   size_t getLine() const override { return line_; }
   size_t getCharPositionInLine() const override { return column_; }

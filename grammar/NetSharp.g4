@@ -9,6 +9,12 @@
 // Everything the grammar accepts beyond the language is rejected by Sema.
 grammar NetSharp;
 
+// NUMBER_LIST is no lexer rule: the parser's token stream puts it in place of
+// a long tuple of plain numbers, `[1, -2.5, 3, ...]` (frontend/Lexer.h,
+// foldNumberTuples), so that a tuple of a million weights costs one token and
+// no parse tree; the AST builder reads its items back from its text.
+tokens { NUMBER_LIST }
+
 program : statement* EOF ;
 
 statement
@@ -99,6 +105,7 @@ primary
   | name=IDENT                                             # nameExpr
   | LPAREN expr RPAREN                                     # parenExpr
   | LBRACK expr (COMMA expr)* RBRACK                       # tupleExpr
+  | NUMBER_LIST                                            # numberListExpr
   ;
 
 // ---- Lexer -----------------------------------------------------------------

@@ -714,7 +714,7 @@ json Server::completion(const json &params) {
        tokens.back().category == TokenInfo::Category::Function))
     tokens.pop_back();
   auto kindAt = [&](size_t back) -> std::string_view {
-    return back < tokens.size() ? tokens[tokens.size() - 1 - back].kind : std::string_view();
+    return back < tokens.size() ? tokens[tokens.size() - 1 - back].kind() : std::string_view();
   };
   json items = json::array();
   auto add = [&](const std::string &label, int kind, const std::string &detail,
@@ -731,13 +731,13 @@ json Server::completion(const json &params) {
   std::string_view self;
   {
     size_t i = tokens.size();
-    while (i > 0 && tokens[i - 1].kind != "SEMI" && tokens[i - 1].kind != "LBRACE" &&
-           tokens[i - 1].kind != "RBRACE")
+    while (i > 0 && tokens[i - 1].kind() != "SEMI" && tokens[i - 1].kind() != "LBRACE" &&
+           tokens[i - 1].kind() != "RBRACE")
       --i;
     if (i < tokens.size() &&
-        (tokens[i].kind == "INPUT" || tokens[i].kind == "HIDDEN" || tokens[i].kind == "OUTPUT"))
+        (tokens[i].kind() == "INPUT" || tokens[i].kind() == "HIDDEN" || tokens[i].kind() == "OUTPUT"))
       ++i;
-    if (i < tokens.size() && tokens[i].kind == "IDENT")
+    if (i < tokens.size() && tokens[i].kind() == "IDENT")
       self = a.file().slice(tokens[i].range);
   }
   // Sources for a bundle: not the layer being written (NS0306) and not an
@@ -757,19 +757,19 @@ json Server::completion(const json &params) {
   int depth = 0;
   std::string blockKind;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i].kind == "LBRACE") {
+    if (tokens[i].kind() == "LBRACE") {
       ++depth;
       blockKind.clear();
       for (size_t j = i; j-- > 0 && j + 4 > i;) {
-        const std::string_view k = tokens[j].kind;
+        const std::string_view k = tokens[j].kind();
         if (k == "CONVOLVE" || k == "POOL" || k == "NORM" || k == "ALL" || k == "WHERE") {
           blockKind = std::string(k);
           if (k == "POOL" && j > 0)
-            blockKind = std::string(tokens[j - 1].kind) + " POOL";
+            blockKind = std::string(tokens[j - 1].kind()) + " POOL";
           break;
         }
       }
-    } else if (tokens[i].kind == "RBRACE") {
+    } else if (tokens[i].kind() == "RBRACE") {
       depth = std::max(0, depth - 1);
       blockKind.clear();
     }
