@@ -62,7 +62,8 @@ TEST(CsvTest, ARowOfNaNIsDataNotAHeader) {
 }
 
 TEST(CsvTest, ControlBytesInAFieldAreEscaped) {
-  Expected<Dataset> data = parseCsv(std::string("1,2\n3,\0\x1b[2J\n", 14), "t.csv");
+  using namespace std::string_literals;
+  Expected<Dataset> data = parseCsv("1,2\n3,\0\x1b[2J\n"s, "t.csv");
   ASSERT_FALSE(data);
   EXPECT_EQ(data.message(), "t.csv:2:3: feature field 2 '\\x00\\x1B[2J' is not a number");
 }
