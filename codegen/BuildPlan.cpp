@@ -146,7 +146,7 @@ private:
   /// optimizer state, index tables) exceed the memory limit, before any
   /// table is built; sizes are summed in checked arithmetic.
   Status checkFixedMemory() const {
-    const uint64_t limit = options_.maxMemoryBytes ? options_.maxMemoryBytes : physicalMemoryBytes();
+    const uint64_t limit = options_.maxMemoryBytes ? options_.maxMemoryBytes : machineMemoryBytes();
     uint64_t total = 0;
     bool overflow = false;
     const Buffer *largest = nullptr;

@@ -62,7 +62,7 @@ int64_t Plan::bytesPerBatch(int64_t batch) const {
 }
 
 Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes) {
-  const uint64_t limit = maxMemoryBytes ? maxMemoryBytes : physicalMemoryBytes();
+  const uint64_t limit = maxMemoryBytes ? maxMemoryBytes : machineMemoryBytes();
   const uint64_t fixedBytes = static_cast<uint64_t>(plan.memory.fixedElements) * 4;
   const uint64_t perSampleBytes = static_cast<uint64_t>(plan.memory.arenaPerSample) * 4;
   uint64_t batchBytes = 0, total = 0;

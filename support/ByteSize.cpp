@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <unistd.h>
 
 namespace netc {
@@ -50,11 +52,36 @@ std::string byteSizeText(uint64_t bytes) {
   return fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
 
-uint64_t physicalMemoryBytes() {
+namespace {
+
+/// The memory limit of this process's cgroup (v2 memory.max, else v1
+/// memory.limit_in_bytes), or nothing when there is none.
+std::optional<uint64_t> cgroupMemoryLimit() {
+  for (const char *path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::FILE *file = std::fopen(path, "r");
+    if (!file)
+      continue;
+    char text[32] = {};
+    const size_t got = std::fread(text, 1, sizeof text - 1, file);
+    std::fclose(file);
+    std::string_view value(text, got);
+    while (!value.empty() && (value.back() == '\n' || value.back() == ' '))
+      value.remove_suffix(1);
+    if (auto limit = parseByteSize(value); limit && *limit > 0)
+      return limit; // "max" (no limit) does not parse
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+uint64_t machineMemoryBytes() {
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageSize <= 0)
-    return uint64_t{1} << 30;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+  uint64_t memory = pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize)
+                                              : uint64_t{1} << 30;
+  if (auto limit = cgroupMemoryLimit())
+    memory = std::min(memory, *limit);
+  return memory;
 }
 
 } // namespace netc

@@ -98,7 +98,9 @@ std::optional<std::string> readSourceText(const std::string &path, uint64_t maxB
   std::string text;
   char chunk[1 << 16];
   for (;;) {
-    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    // Never more than maxBytes + 1 bytes in all: one past the limit is enough to refuse.
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof chunk, maxBytes + 1 - text.size()));
+    const ssize_t got = ::read(fd, chunk, want);
     if (got < 0) {
       if (errno == EINTR)
         continue;

@@ -150,7 +150,9 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
       NumberError error = parseNumber(fields[i].text, value);
       if (error != NumberError::None) {
         std::string what = i == labelColumn ? "the label" : fmt::format("feature field {}", i + 1);
-        const std::string shown = printableText(fields[i].text);
+        // At most 40 bytes of the field: a huge one must not make a huge message.
+        const std::string shown =
+            printableText(fields[i].text.substr(0, 40)) + (fields[i].text.size() > 40 ? "..." : "");
         std::string problem;
         switch (error) {
         case NumberError::Empty: problem = fmt::format("{} is empty; expected a number", what); break;

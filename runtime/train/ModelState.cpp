@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -177,10 +178,15 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
   info.network = info.extra["network"];
   info.sourceHash = info.extra["source_hash"];
   info.optimizer = info.extra["optimizer"];
-  if (auto epoch = file->metadataInt("epoch"))
-    info.epoch = *epoch;
-  if (auto step = file->metadataInt("step"))
-    info.step = *step;
+  // Counts a run continues from: never negative (an epoch of -1 would make
+  // a resumed run drop every line of its metrics file).
+  for (auto [key, field] : {std::pair{"epoch", &info.epoch}, {"step", &info.step}}) {
+    auto count = checkpointCount(*file, path, key, 0, std::numeric_limits<int64_t>::max());
+    if (!count)
+      return count.error();
+    if (*count)
+      *field = **count;
+  }
   if (withOptimizerState && !optimizer.empty() && info.optimizer != optimizer)
     return fail(fmt::format("{} was trained with optimizer '{}'; resume it with --optimizer {}", path,
                             info.optimizer.empty() ? "none" : info.optimizer,

@@ -36,7 +36,8 @@ std::string errnoText(int error) {
 
 // ---- temporaries ----------------------------------------------------------
 
-/// One registered temporary: state 0 free, 1 being filled or emptied, 2 set.
+/// One registered temporary: state 0 free, 1 being filled, emptied or read
+/// by a signal handler, 2 set.
 struct Slot {
   std::atomic<int> state{0};
   char path[PATH_MAX] = {};
@@ -146,8 +147,12 @@ Status checkOutputFolder(const std::string &dir) {
   // The nearest existing ancestor must be a writable folder.
   std::error_code ec;
   fs::path ancestor = fs::absolute(dir, ec).lexically_normal();
-  while (ancestor.has_relative_path() && ::stat(ancestor.c_str(), &info) != 0) {
-    if (errno != ENOENT)
+  if (ec || ancestor.empty())
+    return refuse(ec ? ec.message() : errnoText(ENOENT));
+  for (;;) { // the root too: a folder right under '/' is checked against it
+    if (::stat(ancestor.c_str(), &info) == 0)
+      break;
+    if (errno != ENOENT || !ancestor.has_relative_path())
       return refuse(errnoText(errno));
     ancestor = ancestor.parent_path();
   }
@@ -220,14 +225,21 @@ TemporaryRegistration::TemporaryRegistration(const std::string &path) {
 TemporaryRegistration::~TemporaryRegistration() {
   if (slot_ < 0)
     return;
-  gTemporaries[static_cast<size_t>(slot_)].state.store(1);
-  gTemporaries[static_cast<size_t>(slot_)].state.store(0);
+  // Free the slot only if a signal handler has not claimed it meanwhile (it
+  // is reading the path then, and the process is about to end).
+  int expected = 2;
+  if (gTemporaries[static_cast<size_t>(slot_)].state.compare_exchange_strong(expected, 1))
+    gTemporaries[static_cast<size_t>(slot_)].state.store(0);
 }
 
 void removeRegisteredTemporaries() noexcept {
-  for (Slot &slot : gTemporaries)
-    if (slot.state.load() == 2)
+  for (Slot &slot : gTemporaries) {
+    // Claim the slot before reading its path, so that no thread reuses it
+    // while the path is read.
+    int expected = 2;
+    if (slot.state.compare_exchange_strong(expected, 1))
       (void)::unlink(slot.path);
+  }
 }
 
 std::vector<std::string> runFilesIn(const std::string &dir) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -84,10 +85,24 @@ Status Trainer::start(TrainObserver &observer) {
     if (firstEpoch_ >= options_.epochs)
       return fail(fmt::format("{} has already trained {} epoch(s); pass --epochs above {} to train more",
                               options_.resumeFrom, firstEpoch_, firstEpoch_));
-    if (auto it = info->extra.find("best_epoch"); it != info->extra.end())
-      bestEpoch_ = std::atoi(it->second.c_str());
-    if (auto it = info->extra.find("best_score"); it != info->extra.end())
-      bestScore_ = std::strtod(it->second.c_str(), nullptr);
+    // The best epoch so far (0: none yet) and its score, read strictly.
+    if (auto it = info->extra.find("best_epoch"); it != info->extra.end()) {
+      int64_t best = -1;
+      const char *first = it->second.data(), *last = first + it->second.size();
+      auto [end, error] = std::from_chars(first, last, best);
+      if (error != std::errc() || end != last || best < 0 || best > firstEpoch_)
+        return fail(
+            fmt::format("{}: metadata \"best_epoch\" is '{}', not an epoch from 0 to its \"epoch\" {}",
+                        options_.resumeFrom, it->second.substr(0, 40), firstEpoch_));
+      bestEpoch_ = best;
+    }
+    if (auto it = info->extra.find("best_score"); it != info->extra.end()) {
+      char *end = nullptr;
+      bestScore_ = std::strtod(it->second.c_str(), &end);
+      if (it->second.empty() || *end != '\0' || std::isnan(bestScore_))
+        return fail(fmt::format("{}: metadata \"best_score\" is '{}', not a number", options_.resumeFrom,
+                                it->second.substr(0, 40)));
+    }
     if (auto it = info->extra.find("shuffle"); it != info->extra.end()) {
       auto state = data::ShuffleState::fromJson(it->second);
       if (!state)
@@ -108,12 +123,24 @@ Status Trainer::start(TrainObserver &observer) {
       const nlohmann::json sums =
           it == info->extra.end() ? nlohmann::json()
                                   : nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-      if (!sums.is_object() || !sums.contains("loss") || !sums["loss"].is_number() ||
-          !sums.contains("correct") || !sums["correct"].is_number())
+      auto has = [&](const char *key, bool number) {
+        return sums.contains(key) && (number ? sums[key].is_number() : sums[key].is_boolean());
+      };
+      if (!sums.is_object() || !has("loss", true) || !has("correct", true) || !has("batch", true) ||
+          !has("shuffle", false))
         return fail(
             fmt::format("{}: it was saved in the middle of epoch {} but its metadata \"epoch_sums\" is "
-                        "missing or is not {{\"correct\": N, \"loss\": L}}",
+                        "missing or is not {{\"batch\": B, \"correct\": N, \"loss\": L, \"shuffle\": "
+                        "true|false}}",
                         options_.resumeFrom, firstEpoch_ + 1));
+      // The rest of the epoch is the same batches only with the same batch
+      // size and order.
+      if (sums["batch"] != options_.batch || sums["shuffle"] != options_.shuffle)
+        return fail(
+            fmt::format("{} stopped in the middle of epoch {}, which it continues only with the batch "
+                        "size and order it had: pass --batch {}{}",
+                        options_.resumeFrom, firstEpoch_ + 1, sums["batch"].dump(),
+                        sums["shuffle"] == true ? " without --no-shuffle" : " --no-shuffle"));
       firstLossSum_ = sums["loss"].get<double>();
       firstCorrect_ = sums["correct"].get<double>();
     }
@@ -146,8 +173,13 @@ Status Trainer::start(TrainObserver &observer) {
     metricsPaths_.push_back((dir / kMetricsName).string());
   }
   for (const std::string &path : options_.metricsFiles) {
-    const std::filesystem::path file(path);
-    removeStaleTemporaries(file.parent_path().string(), {file.filename().string()});
+    // Next to the file and, through a symbolic link, next to its target,
+    // where trimMetricsForResume writes its temporary.
+    std::error_code ec;
+    for (const std::filesystem::path &file :
+         {std::filesystem::path(path), std::filesystem::weakly_canonical(path, ec)})
+      if (!file.empty())
+        removeStaleTemporaries(file.parent_path().string(), {file.filename().string()});
     metricsPaths_.push_back(path);
   }
   // A new (or replacing) run starts its metrics files empty; a resumed one
@@ -213,7 +245,12 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
   info.extra["shuffle"] = data::ShuffleState{options_.seed, epochsDone, position}.toJson();
   info.extra["data_position"] = fmt::format("{{\"epoch\": {}, \"sample\": {}}}", epochsDone, position);
   if (position > 0) // JSON numbers round-trip doubles exactly
-    info.extra["epoch_sums"] = nlohmann::json{{"loss", lossSum}, {"correct", correct}}.dump();
+    info.extra["epoch_sums"] = nlohmann::json{
+        {"loss", lossSum},
+        {"correct", correct},
+        {"batch", options_.batch},
+        {"shuffle",
+         options_.shuffle}}.dump();
   info.extra["best_epoch"] = std::to_string(bestEpoch_);
   info.extra["best_score"] = fmt::format("{:.17g}", bestScore_);
   info.extra["rng"] =
@@ -340,7 +377,7 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
                                                                  : -report.trainLoss;
     if (bestEpoch_ == 0 || score > bestScore_) {
       bestScore_ = score;
-      bestEpoch_ = static_cast<int>(report.epoch);
+      bestEpoch_ = report.epoch;
       report.best = true;
     }
     if (!hinted) {

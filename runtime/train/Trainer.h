@@ -119,7 +119,7 @@ private:
   // A checkpoint saved mid-epoch: samples of epoch firstEpoch_ done, and their sums.
   int64_t firstPosition_ = 0;
   double firstLossSum_ = 0, firstCorrect_ = 0;
-  int bestEpoch_ = 0;
+  int64_t bestEpoch_ = 0;
   double bestScore_ = 0;
   std::vector<std::string> metricsPaths_;
 };

@@ -69,11 +69,13 @@ void addMaxMemoryOption(CLI::App &app, uint64_t &bytes) {
   app.add_option("--max-memory")
       ->description("Most memory the planned network may take: parameters, index tables, optimizer state and "
                     "activations at the batch, e.g. 512M or 8GiB (default: the machine's memory, " +
-                    byteSizeText(physicalMemoryBytes()) + ")")
+                    byteSizeText(machineMemoryBytes()) + ")")
       ->check(
           [](const std::string &text) -> std::string {
-            return parseByteSize(text) ? ""
-                                       : "'" + text + "' is not a size in bytes (e.g. 512M, 8GiB, 1000000)";
+            auto size = parseByteSize(text);
+            return size && *size > 0
+                       ? ""
+                       : "'" + text + "' is not a size of at least 1 byte (e.g. 512M, 8GiB, 1000000)";
           },
           "SIZE")
       ->each([&bytes](const std::string &text) { bytes = parseByteSize(text).value_or(0); });

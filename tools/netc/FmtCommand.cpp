@@ -68,10 +68,12 @@ int replaceFileContents(const std::string &path, const std::string &contents) {
       return failWith("write");
     written += static_cast<size_t>(n);
   }
-  if (::fchmod(fd, info.st_mode & 07777) != 0)
-    return failWith("set the permissions of");
+  // The owner first: a chown clears the setuid and setgid bits, which the
+  // chmod after it then restores.
   if (::fchown(fd, info.st_uid, info.st_gid) != 0 && errno != EPERM)
     return failWith("set the owner of");
+  if (::fchmod(fd, info.st_mode & 07777) != 0)
+    return failWith("set the permissions of");
   if (::fsync(fd) != 0)
     return failWith("write");
   if (::close(fd) != 0) {

@@ -14,6 +14,7 @@
 
 #include "netc/Training.h"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
@@ -25,8 +26,11 @@ namespace netc::cli {
 namespace {
 
 /// The first stop signal received (0: none). File-static because a signal
-/// handler can reach nothing else.
-volatile std::sig_atomic_t gStopSignal = 0;
+/// handler can reach nothing else; a lock-free atomic because the signal may
+/// land on any thread (the batch prefetcher's too) while the training thread
+/// polls it.
+std::atomic<int> gStopSignal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
 
 extern "C" void onStopSignal(int signal) {
   if (gStopSignal != 0) { // the second one: stop at once
