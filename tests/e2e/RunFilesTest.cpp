@@ -290,6 +290,21 @@ TEST(Interrupt, AStopMidEpochSavesACheckpointThatResumesBitIdentically) {
   EXPECT_TRUE(temporariesIn(s.outDir).empty());
 
   s.resume = stopped.checkpoint;
+  // The rest of epoch 2 is the same batches only with the same batch size
+  // and order: another is refused, naming what the checkpoint recorded.
+  TrainSettings other = s;
+  other.batch = 50;
+  TrainResult refused = trainNetwork(seedNet(), other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_CONTAINS(refused.error,
+                  "stopped in the middle of epoch 2, which it continues only with the batch size "
+                  "and order it had: pass --batch 32 without --no-shuffle");
+  other = s;
+  other.shuffle = false;
+  refused = trainNetwork(seedNet(), other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_CONTAINS(refused.error, "pass --batch 32 without --no-shuffle");
+
   TrainResult resumed = trainNetwork(seedNet(), s);
   ASSERT_TRUE(resumed.ok()) << describe(resumed);
   EXPECT_EQ(compareTensors(readCheckpoint(straight.outDir + "/last.safetensors"),
