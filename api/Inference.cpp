@@ -11,7 +11,7 @@
 #include "runtime/train/ModelState.h"
 #include "runtime/train/Safetensors.h"
 
-#include "runtime/cpu/Kernels.h"
+#include "runtime/optim/Optimizer.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -150,6 +150,7 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   impl->name = compiled.network->name();
   runtime::BackendOptions backendOptions;
   backendOptions.threads = options.threads;
+  backendOptions.variant = options.cpuIsa;
   auto backend = runtime::createBackend(options.backend, backendOptions);
   if (!backend) {
     result.failure = FailureKind::Usage;
@@ -249,18 +250,16 @@ std::string_view sectionOf(const plan::Plan &plan, size_t op) {
 /// `settings.iterations` steps; the median per op goes to `profile`. Works for
 /// any backend, since it only uses Backend::run and synchronize.
 void profileOps(const plan::Plan &plan, runtime::Backend &backend, const BenchSettings &settings,
-                runtime::UpdateSettings &update, std::vector<OpProfile> &profile) {
+                std::vector<OpProfile> &profile) {
   std::vector<std::vector<double>> times(plan.ops.size());
-  for (int64_t step = 0; step < settings.iterations; ++step) {
+  for (int64_t step = 0; step < settings.iterations; ++step)
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       auto start = std::chrono::steady_clock::now();
-      backend.run(i, i + 1, settings.batch, update);
+      backend.run(i, i + 1, settings.batch);
       backend.synchronize();
       times[i].push_back(
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
     }
-    ++update.step;
-  }
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const plan::Op &op = plan.ops[i];
     OpProfile entry;
@@ -300,11 +299,8 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   const ir::Network &net = compiled.network->impl().network;
   result.params = net.params;
   // SGD with momentum 0.9, as the PyTorch reference (bench/torch_reference.py).
-  runtime::UpdateSettings update;
-  update.hyper.momentum = 0.9f;
-  update.learningRate = 0.01f;
   plan::PlanOptions trainOptions;
-  trainOptions.optimizerStateSlots = optim::stateSlots(update.optimizer, update.hyper);
+  trainOptions.update.hyper.momentum = 0.9f;
   trainOptions.maxMemoryBytes = s.maxMemory;
   plan::PlanOptions inferOptions;
   inferOptions.training = false;
@@ -326,6 +322,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   result.inferBytesPerBatch = double(inferPlan->bytesPerBatch(s.batch));
   runtime::BackendOptions backendOptions;
   backendOptions.threads = s.threads;
+  backendOptions.variant = s.cpuIsa;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
   std::vector<float> features(static_cast<size_t>(s.batch * trainPlan->featureCount)),
@@ -336,20 +333,30 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   for (size_t i = 0; i < labels.size(); ++i)
     labels[i] = train::isClassification(*trainPlan) ? float(i % size_t(classes)) : pixel(rng);
 
+  int threadsUsed = s.threads;
   auto measure = [&](const plan::Plan &plan, bool training, std::vector<double> &runs) -> Status {
     auto backend = runtime::createBackend(s.backend, backendOptions);
     if (!backend)
       return fail("--backend: " + backend.message());
     if (Status st = (*backend)->load(plan, s.batch); !st)
       return st;
+    threadsUsed = (*backend)->describe().threads;
     train::initializeParameters(plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
     (*backend)->write(plan.features, features);
     (*backend)->write(plan.labels, labels);
     const size_t last = training ? plan.ops.size() : plan.forwardEnd;
+    int64_t stepCount = 0;
+    // A training step as the trainer runs it: the step scalars, the batch
+    // into an input slot, one run, the loss sums read.
     auto step = [&] {
-      (*backend)->write(plan.features, features);
-      (*backend)->run(0, last, s.batch, update);
-      ++update.step;
+      train::writeStepScalars(plan, **backend,
+                              optim::stepScalars(trainOptions.update, 0.01f, ++stepCount, s.batch, s.batch));
+      (*backend)->writeInput(0, plan.features, features);
+      (*backend)->writeInput(0, plan.labels, labels);
+      (*backend)->fence();
+      (*backend)->run(0, last, s.batch);
+      if (training)
+        train::takeMetrics(plan, **backend);
     };
     for (int64_t i = 0; i < s.warmup; ++i)
       step();
@@ -363,7 +370,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
       runs.push_back(double(s.batch * s.iterations) / seconds);
     }
     if (training && s.profile)
-      profileOps(plan, **backend, s, update, result.profile);
+      profileOps(plan, **backend, s, result.profile);
     return Status::success();
   };
   if (Status st = measure(*trainPlan, true, result.trainRuns); !st) {
@@ -378,7 +385,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   }
   result.trainImagesPerSecond = median(result.trainRuns);
   result.inferImagesPerSecond = median(result.inferRuns);
-  result.threads = s.threads > 0 ? s.threads : runtime::cpu::threadCount();
+  result.threads = threadsUsed;
   return result;
 }
 

@@ -1,15 +1,12 @@
 // SettingKeys.cpp -- the keys of the C API's settings (SettingKeys.h): one
 // table entry per key, each with a setter that parses the value (integers,
 // finite numbers, booleans, names and lists) and checks it with the parsers
-// of the CLI's flags (optimizer, schedule, init, normalizer, backend).
+// of the CLI's flags (optimizer, schedule, init, normalizer: the public parse
+// functions of include/netc/Training.h; backend: the runtime's registry).
 #include "api/SettingKeys.h"
 
 #include "api/Backends.h"
 #include "runtime/core/Backend.h"
-#include "runtime/data/Normalizer.h"
-#include "runtime/optim/Optimizer.h"
-#include "runtime/optim/Schedule.h"
-#include "runtime/train/ModelState.h"
 #include "support/ByteSize.h"
 
 #include <fmt/format.h>
@@ -97,6 +94,49 @@ Problem setFloat(float &field, std::string_view text, float fallback, bool posit
     return fmt::format("'{}' is not a {}number", text, positive ? "positive " : "finite ");
   field = static_cast<float>(*value);
   return {};
+}
+
+/// A positive number of at most `max`; empty: the fallback.
+Problem setPositiveNumber(double &field, std::string_view text, double fallback, double max,
+                          std::string_view unit) {
+  if (text.empty()) {
+    field = fallback;
+    return {};
+  }
+  auto value = parseNumber(text);
+  if (!value || !(*value > 0) || *value > max)
+    return fmt::format("'{}' is not a positive number of {} up to {}", text, unit, max);
+  field = *value;
+  return {};
+}
+
+/// Sets `field` from `parse` (a parse function of include/netc/Training.h);
+/// empty: the fallback. `flag` is the prefix the parser's message names the
+/// flag with where the C API's message names the key instead ("" for none).
+template <class T>
+Problem setParsed(T &field, std::string_view text, const T &fallback,
+                  netc::Parsed<T> (*parse)(std::string_view), std::string_view flag = {}) {
+  if (text.empty()) {
+    field = fallback;
+    return {};
+  }
+  netc::Parsed<T> value = parse(text);
+  if (!value) {
+    std::string_view message = value.error;
+    if (!flag.empty() && message.starts_with(flag))
+      message.remove_prefix(flag.size());
+    return std::string(message);
+  }
+  field = *value;
+  return {};
+}
+
+/// "sgd, adam, adadelta": the accepted optimizers.
+std::string optimizerChoices() {
+  std::string list;
+  for (netc::Optimizer o : {netc::Optimizer::Sgd, netc::Optimizer::Adam, netc::Optimizer::AdaDelta})
+    list += (list.empty() ? "" : ", ") + std::string(netc::optimizerName(o));
+  return list;
 }
 
 Problem setBool(bool &field, std::string_view text, bool fallback) {
@@ -189,13 +229,15 @@ constexpr TrainKey kTrainKeys[] = {
                   std::string_view v) { return setInteger(s.epochs, v, 1, kTrainDefaults.epochs); }},
     {"batch", [](netc::TrainSettings &s,
                  std::string_view v) { return setInteger(s.batch, v, 1, kTrainDefaults.batch); }},
+    {"accumulate",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setInteger(s.accumulate, v, 1, kTrainDefaults.accumulate);
+     }},
     {"optimizer",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
-       if (v.empty())
-         v = kTrainDefaults.optimizer;
-       if (!netc::optim::parseOptimizer(v))
-         return fmt::format("'{}' is not one of {}", v, netc::optim::optimizerChoices());
-       s.optimizer = v;
+       // The C API's message names the key (netc_train_settings_set adds it), not the flag.
+       if (!setParsed(s.optimizer, v, kTrainDefaults.optimizer, netc::parseOptimizer).empty())
+         return fmt::format("'{}' is not one of {}", v, optimizerChoices());
        return {};
      }},
     {"lr",
@@ -231,24 +273,12 @@ constexpr TrainKey kTrainKeys[] = {
        return setFloat(s.conditioning, v, kTrainDefaults.conditioning, true);
      }},
     {"schedule",
-     [](netc::TrainSettings &s, std::string_view v) -> Problem {
-       if (v.empty())
-         v = kTrainDefaults.schedule;
-       auto schedule = netc::optim::parseSchedule(v, std::max<int64_t>(s.epochs, 1));
-       if (!schedule)
-         return schedule.message();
-       s.schedule = v;
-       return {};
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setParsed(s.schedule, v, kTrainDefaults.schedule, netc::parseSchedule);
      }},
     {"init",
-     [](netc::TrainSettings &s, std::string_view v) -> Problem {
-       if (v.empty())
-         v = kTrainDefaults.init;
-       auto init = netc::train::parseInit(v);
-       if (!init)
-         return init.message();
-       s.init = v;
-       return {};
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setParsed(s.init, v, kTrainDefaults.init, netc::parseInit);
      }},
     {"init_diameter",
      [](netc::TrainSettings &s, std::string_view v) {
@@ -277,10 +307,10 @@ constexpr TrainKey kTrainKeys[] = {
          s.normalize.reset();
          return {};
        }
-       auto spec = netc::data::parseNormalizer(v);
-       if (!spec)
-         return spec.message();
-       s.normalize = std::string(v);
+       netc::Normalize normalize;
+       if (Problem p = setParsed(normalize, v, normalize, netc::parseNormalize, "--normalize: "); !p.empty())
+         return p;
+       s.normalize = normalize;
        return {};
      }},
     {"shuffle", [](netc::TrainSettings &s,
@@ -340,18 +370,32 @@ constexpr TrainKey kTrainKeys[] = {
        s.backend = v;
        return {};
      }},
+    {"cpu_isa",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.cpuIsa = v;
+       return {};
+     }},
     {"max_memory", [](netc::TrainSettings &s, std::string_view v) { return setByteSize(s.maxMemory, v, 0); }},
+    {"log_every",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setInteger(s.logEvery, v, 1, kTrainDefaults.logEvery);
+     }},
+    {"bucket_mb",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setPositiveNumber(s.bucketMb, v, kTrainDefaults.bucketMb, netc::kMaxBucketMb, "MiB");
+     }},
 };
 
 /// Stops compiling when netc::TrainSettings gains or loses a field, until
 /// kTrainKeys (and docs/embedding.md's table) follow: one name per field.
 [[maybe_unused]] void everyTrainSettingHasAKey(const netc::TrainSettings &settings) {
-  [[maybe_unused]] const auto &[data, epochs, batch, optimizer, lr, momentum, nesterov, weightDecay, beta1,
-                                beta2, epsilon, decay, conditioning, schedule, init, initDiameter, seed,
-                                threads, normalize, shuffle, validation, out, overwrite, metrics, resume,
-                                initFrom, initSkip, task, hiddenNodes, backend, maxMemory] = settings;
+  [[maybe_unused]] const auto &[data, epochs, batch, accumulate, optimizer, lr, momentum, nesterov,
+                                weightDecay, beta1, beta2, epsilon, decay, conditioning, schedule, init,
+                                initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
+                                metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
+                                maxMemory, logEvery, bucketMb] = settings;
 }
-constexpr size_t kTrainSettingsFields = 31;
+constexpr size_t kTrainSettingsFields = 35;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

@@ -1,115 +1,36 @@
-// Training.cpp -- the training API (include/netc/Training.h): loads the data,
-// compiles the network with the data's sizes and task, checks the labels
-// against the output, normalises, builds the Plan, runs it on a registered
-// backend through runtime/train, and maps every failure to a message with
-// the file or flag involved. Also Model (evaluate / predict from a
-// checkpoint) and bench (throughput on random data).
+// Training.cpp -- trainNetwork (include/netc/Training.h) as a row of named
+// steps: checkSettings, readStartCheckpoint, loadData, compileNetwork,
+// buildTrainingPlan, pickFreshParameters, normalizeData (TrainingSteps.cpp),
+// then createBackend, makeTrainOptions and runTrainer (here). Each step
+// returns what it made or a Refusal (a usage or input failure whose message
+// names the file or flag involved); the first refusal ends the run before
+// anything is written. The backend is reached only through runtime/core
+// (api/Backends.cpp registers the built-in ones).
 #include "netc/Training.h"
 #include "api/Backends.h"
-#include "api/NetworkImpl.h"
+#include "api/TrainingSteps.h"
 #include "codegen/Codegen.h"
-#include "runtime/cpu/Kernels.h"
-#include "runtime/data/DataFolder.h"
-#include "runtime/data/Normalizer.h"
-#include "runtime/data/Shuffle.h"
-#include "runtime/optim/Schedule.h"
+#include "runtime/core/Backend.h"
+#include "runtime/train/Evaluate.h"
 #include "runtime/train/RunFiles.h"
-#include "runtime/train/Safetensors.h"
 #include "runtime/train/Trainer.h"
-#include "support/Spelling.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <fstream>
-#include <mutex>
-#include <random>
+#include <memory>
 #include <set>
-#include <sstream>
+#include <string>
+#include <vector>
 
 namespace netc {
 
+static_assert(int64_t(kDefaultBucketMb * (1 << 20)) == plan::kDefaultBucketBytes,
+              "kDefaultBucketMb (include/netc/Training.h) is the plan's default bucket size");
+
 namespace {
 
-Expected<std::string> readText(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string taskText(Task task) {
-  switch (task) {
-  case Task::Multiclass: return "multiclass";
-  case Task::Binary: return "binary";
-  case Task::Regression: return "regression";
-  default: return "unspecified";
-  }
-}
-
-/// A compiled network, or the formatted diagnostics.
-struct Compiled {
-  std::optional<Network> network;
-  std::string diagnostics;
-  std::string source;
-  bool outputSizeMismatch = false; ///< NS0325: the output layer's size does not fit the task
-};
-
-Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options) {
-  auto text = readText(netPath);
-  if (!text)
-    return text.error();
-  Compiled c;
-  c.source = *text;
-  CompileResult r = compile(*text, netPath, options);
-  c.diagnostics = r.formattedDiagnostics;
-  c.network = std::move(r.network);
-  for (const Message &m : r.diagnostics)
-    c.outputSizeMismatch = c.outputSizeMismatch || m.code == "NS0325";
-  return c;
-}
-
-/// The task the labels suggest when none is given.
-Task taskFromLabels(const data::Dataset &train) {
-  if (!train.integerLabels)
-    return Task::Regression;
-  return train.classCount <= 2 ? Task::Binary : Task::Multiclass;
-}
-
-/// Every label of `data` is a class of the output layer `outputName` of
-/// `netPath`; the first that is not is named with its file and line (CSV) or
-/// record (IDX).
-Status checkLabels(const data::Dataset &data, const plan::Plan &plan, const std::string &outputName,
-                   const std::string &netPath) {
-  if (!train::isClassification(plan))
-    return Status::success();
-  const int64_t classes = plan.outputNodes == 1 ? 2 : plan.outputNodes;
-  const int64_t i = data::firstLabelOutside(data, classes);
-  if (i < 0)
-    return Status::success();
-  return fail(fmt::format("{}: label {} is outside the {} classes of output layer '{}' of {} (labels must be "
-                          "integers 0 to {}); fix the label, or check --task and the output layer's size",
-                          data::labelLocation(data, i), double(data.labels[static_cast<size_t>(i)]), classes,
-                          outputName, netPath, classes - 1));
-}
-
-/// When the labels made the task regression (no --task) because one of
-/// them is not a class index: that label, where it is, and what to do.
-std::optional<std::string> regressionCause(const std::vector<const data::Dataset *> &sets) {
-  for (const data::Dataset *d : sets)
-    if (d)
-      for (int64_t i = 0; i < d->count; ++i)
-        if (const float label = d->labels[static_cast<size_t>(i)]; !data::isClassLabel(label))
-          return fmt::format("the labels were read as regression targets because {}: label {} is not a class "
-                             "(an integer from 0 to {}); fix the label, or give --task",
-                             data::labelLocation(*d, i), double(label), int64_t(data::kMaxClassLabel) - 1);
-  return std::nullopt;
-}
+using namespace training;
 
 EvaluationResult toPublic(const train::Evaluation &e) {
   return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy};
@@ -144,27 +65,37 @@ private:
   TrainListener *listener_;
 };
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string out;
-  for (size_t i = 0; i < shape.size(); ++i)
-    out += fmt::format("{}{}", i ? "×" : "", shape[i]);
-  return out;
+// ---- 7. the backend -------------------------------------------------------------------
+
+/// Creates the backend --backend names (with --threads and its variant,
+/// --cpu-isa) and loads the plan for batches of --batch samples.
+Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan) {
+  runtime::BackendOptions options;
+  options.threads = s.threads;
+  options.variant = s.cpuIsa;
+  auto backend = runtime::createBackend(s.backend, options);
+  if (!backend)
+    return usage("--backend: " + backend.message());
+  if (Status st = (*backend)->load(plan, s.batch); !st)
+    return input(st.message());
+  return std::move(*backend);
 }
 
-/// How the run's weights start, for the run header: "init xavier", "resumed
+// ---- 8. the trainer's options ---------------------------------------------------------
+
+/// How the weights start, for the run header: "init xavier", "resumed
 /// from CKPT at epoch E, step S" or "init from CKPT (epoch E)" with the
 /// layers --init-skip leaves fresh.
-std::string startText(const TrainSettings &s, train::InitKind init,
-                      const std::optional<train::SafetensorsFile> &startFile) {
+std::string startText(const TrainSettings &s, const StartPoint &start) {
   std::string fresh = fmt::format(
-      "init {}{}", s.init,
-      init == train::InitKind::Uniform ? fmt::format(" (diameter {:g})", s.initDiameter) : std::string());
-  if (!startFile)
+      "init {}{}", initName(s.init),
+      s.init == InitKind::Uniform ? fmt::format(" (diameter {:g})", s.initDiameter) : std::string());
+  if (!start.file)
     return fresh;
-  const int64_t epoch = startFile->metadataInt("epoch").value_or(0);
+  const int64_t epoch = start.file->metadataInt("epoch").value_or(0);
   if (!s.resume.empty())
     return fmt::format("resumed from {} at epoch {}, step {}", s.resume, epoch,
-                       startFile->metadataInt("step").value_or(0));
+                       start.file->metadataInt("step").value_or(0));
   std::string skipped;
   for (const std::string &layer : s.initSkip)
     skipped += (skipped.empty() ? "" : ", ") + layer;
@@ -172,311 +103,25 @@ std::string startText(const TrainSettings &s, train::InitKind init,
                      skipped.empty() ? std::string() : fmt::format(", {} fresh: {}", skipped, fresh));
 }
 
-} // namespace
-
-TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, TrainListener *listener) {
-  registerBuiltinBackends();
-  TrainResult result;
-  auto usage = [&](std::string message) {
-    result.failure = FailureKind::Usage;
-    result.error = std::move(message);
-    return result;
-  };
-  auto input = [&](std::string message) {
-    result.failure = FailureKind::Input;
-    result.error = std::move(message);
-    return result;
-  };
-  // ---- flags ----
-  if (s.epochs <= 0)
-    return usage(fmt::format("--epochs must be at least 1, got {}", s.epochs));
-  if (s.batch <= 0)
-    return usage(fmt::format("--batch must be at least 1, got {}", s.batch));
-  if (s.threads < 0 || s.threads > kMaxThreads)
-    return usage(fmt::format("--threads must be from 0 (all cores) to {}, got {}", kMaxThreads, s.threads));
-  if (!(s.initDiameter > 0) || !std::isfinite(s.initDiameter))
-    return usage(fmt::format("--init-diameter must be positive, got {}", s.initDiameter));
-  if (s.validationFraction && !(*s.validationFraction >= 0 && *s.validationFraction < 1))
-    return usage(fmt::format("--validation must be in [0, 1), got {}", *s.validationFraction));
-  auto optimizer = optim::parseOptimizer(s.optimizer);
-  if (!optimizer)
-    return usage(
-        fmt::format("--optimizer must be one of {}, got '{}'", optim::optimizerChoices(), s.optimizer));
-  optim::Hyperparameters hyper;
-  hyper.learningRate = s.learningRate.value_or(optim::defaultLearningRate(*optimizer));
-  hyper.momentum = s.momentum;
-  hyper.nesterov = s.nesterov;
-  hyper.weightDecay = s.weightDecay;
-  hyper.beta1 = s.beta1;
-  hyper.beta2 = s.beta2;
-  hyper.epsilon = s.epsilon;
-  hyper.decay = s.decay;
-  hyper.conditioning = s.conditioning;
-  if (std::string problem = optim::validate(hyper); !problem.empty())
-    return usage(problem);
-  auto schedule = optim::parseSchedule(s.schedule, s.epochs);
-  if (!schedule)
-    return usage(schedule.message());
-  auto init = train::parseInit(s.init);
-  if (!init)
-    return usage(init.message());
-  std::optional<data::NormalizerSpec> givenNormalizer;
-  if (s.normalize) {
-    auto spec = data::parseNormalizer(*s.normalize);
-    if (!spec)
-      return usage("--normalize: " + spec.message());
-    givenNormalizer = *spec;
-  }
-  if (s.dataDir.empty())
-    return usage("--data is required: a folder with train-images-idx3-ubyte / train-labels-idx1-ubyte (MNIST "
-                 "names, raw or .gz) or train.csv (run scripts/prepare_mnist.sh to make data/mnist)");
-  if (!s.resume.empty() && !s.initFrom.empty())
-    return usage(
-        "--resume and --init-from exclude each other: --resume continues a run (its epochs, optimizer "
-        "state and data position), --init-from starts a new run from a checkpoint's weights");
-  if (!s.initSkip.empty() && s.initFrom.empty())
-    return usage("--init-skip needs --init-from: it names the layers left freshly initialised when a run "
-                 "starts from a checkpoint's weights");
-
-  // ---- the checkpoint a run starts from (--resume or --init-from) ----
-  // Read before anything else: a run that cannot start from it writes nothing.
-  const std::string &startPath = !s.resume.empty() ? s.resume : s.initFrom;
-  std::optional<train::SafetensorsFile> startFile;
-  std::optional<data::Normalizer> recordedNormalizer;
-  if (!startPath.empty()) {
-    auto file = train::readSafetensors(startPath);
-    if (!file)
-      return input(file.message());
-    startFile = std::move(*file);
-    if (Status format = train::checkCheckpointFormat(*startFile, startPath); !format)
-      return input(format.message());
-    // A run continues only from what a run records (docs/training.md, "The
-    // checkpoint layout"); weights alone start a new run.
-    if (!s.resume.empty())
-      for (const char *key : {"epoch", "step"})
-        if (!startFile->metadataInt(key))
-          return input(
-              fmt::format("{}: its metadata has no \"{}\" (a decimal integer), so it cannot continue "
-                          "a run; start a new run from its weights with --init-from {}",
-                          startPath, key, startPath));
-    if (auto text = startFile->metadataString("normalizer")) {
-      auto recorded = data::Normalizer::fromJson(*text);
-      if (!recorded)
-        return input(fmt::format("{}: bad normalizer metadata: {}", startPath, recorded.message()));
-      recordedNormalizer = std::move(*recorded);
-    } else if (!s.resume.empty() || !givenNormalizer) {
-      // Unknown inputs: guessing would train on other inputs than the weights saw.
-      return input(fmt::format("{}: its metadata has no \"normalizer\", so the inputs its weights expect are "
-                               "unknown; {}",
-                               startPath,
-                               s.resume.empty()
-                                   ? "pass --normalize to fit one on the training data (none for "
-                                     "raw inputs)"
-                                   : "add the one the run used (docs/training.md, \"The checkpoint "
-                                     "layout\")"));
-    }
-    // A resumed run sees the inputs it was trained on: another normalizer is refused.
-    if (!s.resume.empty() && givenNormalizer && *givenNormalizer != recordedNormalizer->spec())
-      return usage(fmt::format(
-          "--normalize {} differs from the normalizer {} recorded in {}, which the run was trained with; "
-          "drop "
-          "--normalize to keep it (or start a new run from these weights: --init-from {} --normalize {})",
-          data::normalizerText(*givenNormalizer), data::normalizerText(recordedNormalizer->spec()), s.resume,
-          s.resume, data::normalizerText(*givenNormalizer)));
-  }
-
-  // ---- data ----
-  auto folder = data::loadDataFolder(s.dataDir);
-  if (!folder)
-    return input(folder.message());
-  data::Dataset trainSet = std::move(folder->train);
-  std::optional<data::Dataset> testSet = std::move(folder->test);
-  // A resumed run without --seed continues with its checkpoint's seed: the
-  // validation split and the shuffling must be those of the first run (a
-  // checkpoint that cannot be read was refused above).
-  // The same holds for the validation fraction: a resumed run keeps its own,
-  // and another one given with --resume is refused.
-  std::optional<uint64_t> givenSeed = s.seed;
-  double validationFraction = s.validationFraction.value_or(0);
-  if (!s.resume.empty())
-    if (const train::SafetensorsFile *checkpoint = &*startFile) {
-      if (auto shuffle = checkpoint->metadataString("shuffle"); shuffle && !givenSeed)
-        if (auto state = data::ShuffleState::fromJson(*shuffle))
-          givenSeed = state->seed;
-      auto heldText = checkpoint->metadataString("validation"); // absent: no split
-      const double held = heldText ? std::strtod(heldText->c_str(), nullptr) : 0.0;
-      if (!s.validationFraction)
-        validationFraction = held;
-      else if (*s.validationFraction != held)
-        return usage(fmt::format("--validation {} differs from the {} held out by the run in {}; drop "
-                                 "--validation or pass --validation {}",
-                                 *s.validationFraction, held, s.resume, held));
-    }
-  const uint64_t seed = givenSeed ? *givenSeed
-                                  : std::random_device{}() ^
-                                        uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
-  result.seed = seed;
-  std::optional<data::Dataset> validation;
-  if (validationFraction > 0) {
-    auto split = data::splitValidation(trainSet, validationFraction, seed);
-    if (!split)
-      return usage("--validation: " + split.message());
-    trainSet = std::move(split->train);
-    validation = std::move(split->validation);
-  }
-
-  // ---- network ----
-  CompileOptions options;
-  options.inputSize = trainSet.featureCount;
-  options.task = s.task != Task::Unspecified ? s.task : taskFromLabels(trainSet);
-  if (options.task == Task::Multiclass)
-    options.classCount = std::max(trainSet.classCount, testSet ? testSet->classCount : 0);
-  options.hiddenNodes = s.hiddenNodes;
-  // Azure ML's Neural Network Regression module defaults to 0.005 (NETSHARP §10).
-  if (!s.learningRate && *optimizer == optim::OptimizerKind::Sgd && options.task == Task::Regression)
-    hyper.learningRate = 0.005f;
-  auto compiled = compileForData(netPath, options);
-  if (!compiled)
-    return input(compiled.message());
-  // Labels 0 and 1 only suggest a binary task, but an output layer of more
-  // than 2 nodes says the network classifies more classes (a slice of the
-  // data with two of them): without --task, train it as multiclass.
-  if (!compiled->network && compiled->outputSizeMismatch && s.task == Task::Unspecified &&
-      options.task == Task::Binary) {
-    CompileOptions multiclass = options;
-    multiclass.task = Task::Multiclass;
-    multiclass.classCount = std::max(trainSet.classCount, testSet ? testSet->classCount : 0);
-    auto again = compileForData(netPath, multiclass);
-    if (again && (again->network || again->outputSizeMismatch)) {
-      compiled = std::move(again);
-      options = multiclass;
-    }
-  }
-  const std::string compileFailure = fmt::format(
-      "{} has errors (with {} features per sample{} from {}, task {})", netPath, trainSet.featureCount,
-      trainSet.sampleShape.size() > 1 ? " (" + shapeText(trainSet.sampleShape) + " images)" : "", s.dataDir,
-      taskText(options.task));
-  // The labels' class count sizes an `auto` output layer. An output layer of
-  // a given size may have more classes than the data shows (a slice holding
-  // some digits only), so when the compiler finds the sizes differ, compile
-  // without the count: labels past the output layer are then refused below,
-  // naming the label and where it is (not the size the compiler wanted).
-  if (!compiled->network && compiled->outputSizeMismatch && options.task == Task::Multiclass) {
-    CompileOptions sized = options;
-    sized.classCount.reset();
-    auto again = compileForData(netPath, sized);
-    if (again && again->network) {
-      compiled = std::move(again);
-      options = sized;
-    }
-  }
-  result.diagnostics = compiled->diagnostics;
-  if (!compiled->network) {
-    if (s.task == Task::Unspecified && options.task == Task::Regression && compiled->outputSizeMismatch)
-      if (auto cause = regressionCause({&trainSet, testSet ? &*testSet : nullptr}))
-        return input(compileFailure + ": " + *cause);
-    return input(compileFailure);
-  }
-  const ir::Network &net = compiled->network->impl().network;
-  plan::PlanOptions planOptions;
-  planOptions.optimizerStateSlots = optim::stateSlots(*optimizer, hyper);
-  planOptions.maxMemoryBytes = s.maxMemory;
-  auto plan = plan::buildPlan(net, planOptions);
-  if (!plan)
-    return input(fmt::format("{}: {}", netPath, plan.message()));
-  if (Status fits = plan::checkPlanFits(*plan, s.batch, s.maxMemory); !fits)
-    return usage(fmt::format("--batch {}: {}", s.batch, fits.message()));
-  if (plan->featureCount != trainSet.featureCount)
-    return input(fmt::format("{}: samples have {} features ({}) but network '{}' reads {} (its input layers)",
-                             trainSet.origin, trainSet.featureCount, shapeText(trainSet.sampleShape),
-                             net.name, plan->featureCount));
-  const std::string outputName = net.layers[static_cast<size_t>(net.output)].name;
-  for (const data::Dataset *d :
-       {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
-    if (d)
-      if (Status st = checkLabels(*d, *plan, outputName, netPath); !st)
-        return input(st.message()); // the label, not the size the compiler wanted for it
-  // --init-skip: the parameters of the named layers start fresh.
-  std::set<std::string> freshParameters;
-  for (const std::string &layerName : s.initSkip) {
-    auto layer = std::find_if(net.layers.begin(), net.layers.end(),
-                              [&](const ir::Layer &l) { return l.name == layerName; });
-    if (layer == net.layers.end()) {
-      std::vector<std::string_view> names;
-      for (const ir::Layer &l : net.layers)
-        names.push_back(l.name);
-      auto close = closestMatch(layerName, names);
-      return usage(fmt::format("--init-skip: network '{}' has no layer '{}'{}", net.name, layerName,
-                               close ? fmt::format("; did you mean '{}'?", *close) : std::string()));
-    }
-    const auto index = static_cast<int>(layer - net.layers.begin());
-    bool owns = false;
-    for (const plan::Parameter &p : plan->parameters)
-      for (const ir::ParamRef &owner : p.owners)
-        if (owner.layer == index) {
-          freshParameters.insert(p.name);
-          owns = true;
-        }
-    if (!owns)
-      return usage(fmt::format("--init-skip: layer '{}' has no weights or biases to leave fresh (its "
-                               "parameters are those of its incoming bundles and its biases)",
-                               layerName));
-  }
-  // The classes of the output layer, and how many of them the labels use.
-  const bool classifies = train::isClassification(*plan);
-  const int64_t classes = !classifies ? 0 : plan->outputNodes == 1 ? 2 : plan->outputNodes;
-  int64_t classesUsed = 0;
-  if (classifies) {
-    std::vector<bool> seen(static_cast<size_t>(classes), false);
-    for (const data::Dataset *d :
-         {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
-      if (d)
-        for (float label : d->labels) // checkLabels made them integers in [0, classes)
-          seen[static_cast<size_t>(label)] = true;
-    classesUsed = std::count(seen.begin(), seen.end(), true);
-  }
-  // The normalizer: a resumed run's own; by default the one the weights of
-  // --init-from were trained with; else fitted on the training data.
-  data::Normalizer normalizer;
-  std::string normalizerNote;
-  if (recordedNormalizer && (!s.resume.empty() || !givenNormalizer)) {
-    normalizer = *recordedNormalizer;
-    normalizerNote = fmt::format(" (recorded in {})", startPath);
-  } else {
-    normalizer = data::Normalizer::fit(givenNormalizer.value_or(data::NormalizerSpec()), trainSet);
-    if (recordedNormalizer)
-      normalizerNote = fmt::format(" (re-fitted on the training data; {} recorded {})", startPath,
-                                   data::normalizerText(recordedNormalizer->spec()));
-    else if (startFile)
-      normalizerNote = fmt::format(" (fitted on the training data; {} records no normalizer)", startPath);
-  }
-  if (normalizer.kind() != data::NormalizerKind::None && normalizer.featureCount() != trainSet.featureCount)
-    return input(fmt::format("{}: its {} normalizer is for {} features but the samples of {} have {}{}",
-                             startPath, data::normalizerText(normalizer.spec()), normalizer.featureCount(),
-                             s.dataDir, trainSet.featureCount,
-                             s.resume.empty() ? "; pass --normalize to fit one on this data" : ""));
-  for (data::Dataset *d : {&trainSet, testSet ? &*testSet : nullptr, validation ? &*validation : nullptr})
-    if (d)
-      if (Status st = normalizer.apply(*d); !st)
-        return input(st.message());
-
-  // ---- run ----
-  runtime::BackendOptions backendOptions;
-  backendOptions.threads = s.threads;
-  auto backend = runtime::createBackend(s.backend, backendOptions);
-  if (!backend)
-    return usage("--backend: " + backend.message());
-  if (Status st = (*backend)->load(*plan, s.batch); !st)
-    return input(st.message());
-
+/// Everything the trainer needs besides the plan, the backend and the data:
+/// the optimizer and schedule, the seed, the output files, and the facts a
+/// checkpoint records so that eval, predict and a resumed run can rebuild
+/// the network and its inputs.
+train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &run,
+                                     const CompiledNetwork &network, const TrainingData &data,
+                                     const TrainingPlan &plan, std::set<std::string> freshParameters,
+                                     const Normalizing &normalizing) {
+  const ir::Network &net = network.net();
   train::TrainOptions t;
   t.epochs = s.epochs;
   t.batch = s.batch;
-  t.optimizer = *optimizer;
-  t.hyper = hyper;
-  t.schedule = *schedule;
-  t.init = {*init, s.initDiameter, seed};
-  t.seed = seed;
+  t.accumulate = s.accumulate;
+  t.logEvery = s.logEvery; // 0: the backend's choice (BackendInfo::defaultLogEvery)
+  t.optimizer = run.optimizer;
+  t.hyper = run.hyper;
+  t.schedule = run.schedule;
+  t.init = {run.init, s.initDiameter, data.seed};
+  t.seed = data.seed;
   t.shuffle = s.shuffle;
   t.outDir = s.outDir.empty() ? "runs/" + net.name : s.outDir;
   t.overwrite = s.overwrite;
@@ -484,45 +129,61 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
     t.metricsFiles.push_back(s.metricsFile);
   t.resumeFrom = s.resume;
   t.initFrom = s.initFrom;
-  t.freshParameters = freshParameters;
-  t.evaluatesValidation = validation.has_value();
+  t.freshParameters = std::move(freshParameters);
+  t.evaluatesValidation = data.validation.has_value();
   t.info.network = net.name;
-  t.info.sourceHash = train::hashSource(compiled->source);
-  t.info.extra["normalizer"] = normalizer.toJson();
-  t.info.extra["task"] = taskText(options.task);
-  t.info.extra["input_size"] = std::to_string(trainSet.featureCount);
-  t.info.extra["input_shape"] = nlohmann::json(trainSet.sampleShape).dump();
-  t.info.extra["classes"] = std::to_string(classes);
+  t.info.sourceHash = train::hashSource(network.compiled.source);
+  t.info.extra["normalizer"] = normalizing.normalizer.toJson();
+  t.info.extra["task"] = taskText(network.options.task);
+  t.info.extra["input_size"] = std::to_string(data.train.featureCount);
+  t.info.extra["input_shape"] = nlohmann::json(data.train.sampleShape).dump();
+  t.info.extra["classes"] = std::to_string(plan.classes);
   t.info.extra["hidden_nodes"] = std::to_string(s.hiddenNodes);
-  t.info.extra["validation"] = fmt::format("{:.17g}", validationFraction);
-  result.outDir = t.outDir;
-  result.trainSamples = trainSet.count;
-  const data::Dataset *evalSet = validation ? &*validation : testSet ? &*testSet : nullptr;
-  result.testSamples = evalSet ? evalSet->count : 0;
-  result.params = net.params;
-  if (listener) {
-    std::vector<std::string> setup = {
-        fmt::format("network {}: {} parameters, task {}{}, loss {}", net.name, net.params,
-                    taskText(options.task),
-                    !classifies ? std::string()
-                                : fmt::format(", {} classes{}", classes,
-                                              classesUsed < classes
-                                                  ? fmt::format(" (the labels use {} of them)", classesUsed)
-                                                  : std::string()),
-                    plan::lossName(plan->loss)),
-        fmt::format("data {}: {} training samples{} of {} features, normalizer {}", s.dataDir, trainSet.count,
-                    evalSet
-                        ? fmt::format(", {} {} samples", evalSet->count, validation ? "validation" : "test")
-                        : std::string(),
-                    trainSet.featureCount, data::normalizerText(normalizer.spec()) + normalizerNote),
-        fmt::format("training {} epochs, batch {}, {} lr {:g}{}{}, {}, seed {}, {} thread(s) on {}", s.epochs,
-                    s.batch, s.optimizer, hyper.learningRate,
-                    hyper.momentum > 0 ? fmt::format(" momentum {:g}", hyper.momentum) : std::string(),
-                    s.schedule != "constant" ? ", schedule " + s.schedule : std::string(),
-                    startText(s, *init, startFile), seed, runtime::cpu::threadCount(), (*backend)->name())};
-    listener->onSetup(setup);
-  }
-  train::Trainer trainer(*plan, **backend, trainSet, evalSet, t);
+  t.info.extra["validation"] = fmt::format("{:.17g}", data.validationFraction);
+  return t;
+}
+
+/// The run header (TrainListener::onSetup): the network, the data, and how
+/// it is trained, on what.
+std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &start,
+                                    const CompiledNetwork &network, const TrainingData &data,
+                                    const TrainingPlan &plan, const Normalizing &normalizing,
+                                    const train::TrainOptions &t, const runtime::BackendInfo &backend) {
+  const ir::Network &net = network.net();
+  const data::Dataset *evalSet = data.evaluated();
+  return {
+      fmt::format("network {}: {} parameters, task {}{}, loss {}", net.name, net.params,
+                  taskText(network.options.task),
+                  !plan.classifies
+                      ? std::string()
+                      : fmt::format(", {} classes{}", plan.classes,
+                                    plan.classesUsed < plan.classes
+                                        ? fmt::format(" (the labels use {} of them)", plan.classesUsed)
+                                        : std::string()),
+                  plan::lossName(plan.plan.loss)),
+      fmt::format(
+          "data {}: {} training samples{} of {} features, normalizer {}", s.dataDir, data.train.count,
+          evalSet ? fmt::format(", {} {} samples", evalSet->count, data.validation ? "validation" : "test")
+                  : std::string(),
+          data.train.featureCount, data::normalizerText(normalizing.normalizer.spec()) + normalizing.note),
+      fmt::format("training {} epochs, batch {}{}, {} lr {:g}{}{}, {}, seed {}, {} thread(s) on {}", s.epochs,
+                  s.batch,
+                  s.accumulate > 1 ? fmt::format(" × {} micro-batches", s.accumulate) : std::string(),
+                  optimizerName(s.optimizer), t.hyper.learningRate,
+                  t.hyper.momentum > 0 ? fmt::format(" momentum {:g}", t.hyper.momentum) : std::string(),
+                  s.schedule.kind != Schedule::Kind::Constant ? ", schedule " + scheduleText(s.schedule)
+                                                              : std::string(),
+                  startText(s, start), data.seed, backend.threads, backend.name)};
+}
+
+// ---- 9. training ----------------------------------------------------------------------
+
+/// Runs every epoch, then evaluates the test set (unless the run was
+/// stopped), filling `result`.
+std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &backend, const TrainingData &data,
+                                  train::TrainOptions options, int64_t batch, TrainListener *listener,
+                                  TrainResult &result) {
+  train::Trainer trainer(plan, backend, data.train, data.evaluated(), std::move(options));
   ListenerAdapter adapter(listener);
   auto summary = trainer.run(adapter);
   if (!summary)
@@ -537,8 +198,65 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, Tra
   result.stoppedSample = summary->stoppedSample;
   result.epochSamples = summary->epochSamples;
   result.checkpoint = summary->checkpoint;
-  if (testSet && !summary->interrupted) // a stop request wants the process back now
-    result.finalTest = toPublic(train::evaluate(*plan, **backend, *testSet, s.batch));
+  if (data.test && !summary->interrupted) // a stop request wants the process back now
+    result.finalTest = toPublic(train::evaluate(plan, backend, *data.test, batch));
+  return std::nullopt;
+}
+
+} // namespace
+
+TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, TrainListener *listener) {
+  registerBuiltinBackends();
+  TrainResult result;
+  auto refuse = [&](Refusal refusal) {
+    result.failure = refusal.kind;
+    result.error = std::move(refusal.message);
+    return result;
+  };
+  auto run = checkSettings(s);
+  if (!run)
+    return refuse(run.refusal());
+  // ---- communicator (next issue: MPI data parallelism) ----
+  // Here the run joins its communicator (local, or mpi under mpirun): rank and
+  // world size. Then loadData takes rank 0's seed (broadcast) and each rank
+  // reads its shard of the global order; makeTrainOptions gives only rank 0
+  // the output folder and metrics files (rank 0 writes every file); the
+  // backend's device follows the local rank.
+  auto start = readStartCheckpoint(s, *run);
+  if (!start)
+    return refuse(start.refusal());
+  auto data = loadData(s, *start);
+  if (!data)
+    return refuse(data.refusal());
+  result.seed = data->seed;
+  auto network = compileNetwork(netPath, s, *data, result.diagnostics);
+  if (!network)
+    return refuse(network.refusal());
+  applyTaskDefaults(*run, s, network->options.task);
+  const ir::Network &net = network->net();
+  auto plan = buildTrainingPlan(netPath, s, *run, net, *data);
+  if (!plan)
+    return refuse(plan.refusal());
+  auto fresh = pickFreshParameters(s, net, plan->plan);
+  if (!fresh)
+    return refuse(fresh.refusal());
+  auto normalizing = normalizeData(s, *run, *start, *data);
+  if (!normalizing)
+    return refuse(normalizing.refusal());
+  auto backend = createBackend(s, plan->plan);
+  if (!backend)
+    return refuse(backend.refusal());
+  const runtime::BackendInfo info = (*backend)->describe();
+  train::TrainOptions options =
+      makeTrainOptions(s, *run, *network, *data, *plan, std::move(*fresh), *normalizing);
+  result.outDir = options.outDir;
+  result.trainSamples = data->train.count;
+  result.testSamples = data->evaluated() ? data->evaluated()->count : 0;
+  result.params = net.params;
+  if (listener)
+    listener->onSetup(setupLines(s, *start, *network, *data, *plan, *normalizing, options, info));
+  if (auto refusal = runTrainer(plan->plan, **backend, *data, std::move(options), s.batch, listener, result))
+    return refuse(std::move(*refusal));
   return result;
 }
 

@@ -1,33 +1,47 @@
-# NetcOptions.cmake -- warning and sanitizer settings for netc's own targets.
-# netc_component(target) applies -Wall -Wextra (-Werror) and the include root;
-# generated code (the ANTLR parser) gets neither.
+# NetcOptions.cmake -- warning and sanitizer settings for netc's own targets,
+# per language: C and C++ sources get them through $<COMPILE_LANGUAGE:...>
+# (and links through $<LINK_LANGUAGE:...>), so sources of another language
+# (CUDA, later) are not handed flags their compiler does not take and get
+# their own. netc_component(target) applies the warnings (-Werror with
+# NETC_WERROR) and the include root; netc_warnings(target) the warnings
+# alone; generated code (the ANTLR parser) gets neither.
 
 # NETC_SANITIZERS: the list form of NETC_SANITIZE, also exported with
 # netc::netc (api/CMakeLists.txt) and written into netc.pc.
 string(REPLACE "," ";" NETC_SANITIZERS "${NETC_SANITIZE}")
 if(NETC_SANITIZE)
   foreach(_s IN LISTS NETC_SANITIZERS)
-    add_compile_options(-fsanitize=${_s})
-    add_link_options(-fsanitize=${_s})
+    add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${_s}>")
+    add_link_options("$<$<LINK_LANGUAGE:C,CXX>:-fsanitize=${_s}>")
   endforeach()
-  add_compile_options(-fno-omit-frame-pointer -fno-sanitize-recover=all)
-  add_link_options(-fno-sanitize-recover=all)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer;-fno-sanitize-recover=all>")
+  add_link_options("$<$<LINK_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>")
   # With -fsanitize=address GCC 12 reports false -Wmaybe-uninitialized
   # positives inside <regex> and <functional>.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    add_compile_options(-Wno-maybe-uninitialized)
+    add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-Wno-maybe-uninitialized>")
   endif()
 endif()
 
+# The warnings of netc's own code, one list per language.
+set(NETC_CXX_WARNINGS -Wall -Wextra -Wpedantic)
+set(NETC_C_WARNINGS -Wall -Wextra -Wpedantic)
+# GCC 12 reports false -Wrestrict positives inside std::string at -O3
+# (GCC bug 105329); the warning stays on for other compilers.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  list(APPEND NETC_CXX_WARNINGS -Wno-restrict)
+endif()
+if(NETC_WERROR)
+  list(APPEND NETC_CXX_WARNINGS -Werror)
+  list(APPEND NETC_C_WARNINGS -Werror)
+endif()
+
+function(netc_warnings target)
+  target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${NETC_CXX_WARNINGS}>"
+                                           "$<$<COMPILE_LANGUAGE:C>:${NETC_C_WARNINGS}>")
+endfunction()
+
 function(netc_component target)
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
-  # GCC 12 reports false -Wrestrict positives inside std::string at -O3
-  # (GCC bug 105329); the warning stays on for other compilers.
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    target_compile_options(${target} PRIVATE -Wno-restrict)
-  endif()
-  if(NETC_WERROR)
-    target_compile_options(${target} PRIVATE -Werror)
-  endif()
+  netc_warnings(${target})
 endfunction()

@@ -56,6 +56,7 @@ public:
       b.name = "d" + v.name;
       b.role = BufferRole::Gradient;
       b.perSample = v.perSample;
+      b.shape = v.shape;
       g = plan_.addBuffer(std::move(b));
       gradient_[static_cast<size_t>(values)] = g;
     }
@@ -105,6 +106,7 @@ void backwardSparse(const Op &f, int dy, GradientBuilder &g) {
 
 void backwardConvolution(const Op &f, int dy, GradientBuilder &g) {
   g.emit(OpKind::ConvolutionGradWeights, f, {dy, f.in[0], f.in[2], f.in[3]}, f.in[1]);
+  g.emit(OpKind::ConvolutionGradBias, f, {dy, f.in[3]}, f.in[4]);
   if (g.needsGradient(f.in[0]))
     g.emit(OpKind::ConvolutionGradInput, f, {dy, f.in[1], f.in[2], f.in[3]}, f.in[0]);
 }

@@ -1,8 +1,10 @@
 // BuildPlan.cpp -- lowers a checked network to a Plan: parameters (one per
-// tied group after `share`), buffers per layer, forward ops per lowered
-// bundle in dependency order, the loss op chosen by the output function
-// (NETSHARP §13 D16), then the backward ops (Autodiff.cpp), one update op per
-// trained parameter, and memory planning (PlanMemory.cpp).
+// tied group after `share`; a convolution's kernel biases are their own),
+// buffers per layer with their shapes, forward ops per lowered bundle in
+// dependency order with their geometry, the loss op chosen by the output
+// function (NETSHARP §13 D16), then the backward ops (Autodiff.cpp), the flat
+// arenas and buckets (PlanArenas.cpp), one fused update op, and memory
+// planning (PlanMemory.cpp).
 #include "codegen/Codegen.h"
 #include "codegen/IndexTables.h"
 #include "support/ByteSize.h"
@@ -46,6 +48,15 @@ std::string bundleName(const ir::Layer &layer, size_t bundleIndex) {
   return name;
 }
 
+/// The per-dimension geometry a backend describes a windowed op with.
+std::vector<WindowDim> windowDims(const ir::Geometry &geometry) {
+  std::vector<WindowDim> dims;
+  for (const ir::DimGeometry &d : geometry.dims)
+    dims.push_back(
+        {d.input, d.kernel, d.stride, d.lowerPad, d.upperPad, d.offset, d.count, d.maps, d.sharing});
+  return dims;
+}
+
 class PlanBuilder {
 public:
   PlanBuilder(const ir::Network &net, const PlanOptions &options) : net_(net), options_(options) {}
@@ -56,6 +67,14 @@ public:
     plan_.network = net_.name;
     plan_.training = options_.training;
     createParameters();
+    const bool accumulating = options_.training && options_.accumulateGradients;
+    if (accumulating) {
+      Op zero;
+      zero.kind = OpKind::ZeroGradients;
+      zero.out = {plan_.gradientArena};
+      plan_.ops.push_back(std::move(zero));
+    }
+    plan_.stepBegin = plan_.ops.size();
     createInputs();
     for (int l : dependencyOrder(net_))
       if (net_.layers[static_cast<size_t>(l)].kind != ir::LayerKind::Input)
@@ -64,13 +83,19 @@ public:
     plan_.forwardEnd = plan_.ops.size();
     emitLoss();
     plan_.lossEnd = plan_.ops.size();
-    if (options_.training) {
+    if (options_.training)
       appendBackward(plan_);
-      plan_.backwardEnd = plan_.ops.size();
-      emitUpdates();
-    } else {
-      plan_.backwardEnd = plan_.ops.size();
-    }
+    plan_.backwardEnd = plan_.ops.size();
+    if (accumulating) // every gradient op adds to what the zeroing or the last micro-batch left
+      for (Op &op : plan_.ops)
+        if (opRole(op.kind) == OpRole::Backward && !op.out.empty() &&
+            plan_.buffers[static_cast<size_t>(op.out[0])].role == BufferRole::ParameterGrad)
+          op.accumulate = true;
+    planArenas(plan_, options_.bucketBytes);
+    if (accumulating) // the zeroing covers the whole gradient arena
+      plan_.ops.front().attrs = UpdateAttrs{options_.update, plan_.arenaElements, 0};
+    if (options_.training)
+      emitUpdate();
     if (Status s = checkFixedMemory(); !s)
       return Error{s.message()};
     if (options_.buildTables)
@@ -97,18 +122,24 @@ private:
     return Status::success();
   }
 
-  int valuesBuffer(std::string name, int64_t nodes, BufferRole role = BufferRole::Values) {
+  int valuesBuffer(std::string name, std::vector<int64_t> shape, BufferRole role = BufferRole::Values) {
     Buffer b;
     b.name = std::move(name);
     b.role = role;
-    b.perSample = nodes;
+    b.perSample = 1;
+    for (int64_t d : shape)
+      b.perSample *= d;
+    b.shape = std::move(shape);
     return plan_.addBuffer(std::move(b));
   }
-  int fixedBuffer(std::string name, BufferRole role, int64_t count) {
+  int fixedBuffer(std::string name, BufferRole role, std::vector<int64_t> shape) {
     Buffer b;
     b.name = std::move(name);
     b.role = role;
-    b.fixed = count;
+    b.fixed = 1;
+    for (int64_t d : shape)
+      b.fixed *= d;
+    b.shape = std::move(shape);
     return plan_.addBuffer(std::move(b));
   }
   /// The Table buffers of bundle (l, b), sized from its geometry (filled
@@ -136,6 +167,7 @@ private:
       buffer.role = BufferRole::Table;
       buffer.type = ElementType::I32;
       buffer.fixed = (*sizes)[t];
+      buffer.shape = {buffer.fixed};
       plan_.addBuffer(std::move(buffer));
     }
     pendingTables_.push_back({l, b, first});
@@ -151,7 +183,7 @@ private:
     bool overflow = false;
     const Buffer *largest = nullptr;
     for (const Buffer &buffer : plan_.buffers) {
-      if (buffer.batchScaled())
+      if (buffer.batchScaled() || buffer.viewOf >= 0) // views are counted with their arena
         continue;
       uint64_t bytes = 0;
       overflow |= __builtin_mul_overflow(static_cast<uint64_t>(buffer.fixed), uint64_t{4}, &bytes);
@@ -201,29 +233,27 @@ private:
       for (size_t t = 0; t < tables.size(); ++t) {
         Buffer &buffer = plan_.buffers[static_cast<size_t>(pending.firstBuffer) + t];
         buffer.fixed = static_cast<int64_t>(tables[t].size()); // equal to the planned size
+        buffer.shape = {buffer.fixed};
         buffer.table = std::move(tables[t]);
       }
     }
   }
 
-  /// One Parameter per unique trainable tensor; tied tensors share one.
+  /// One Parameter per unique trainable tensor; tied tensors share one. A
+  /// convolution's kernel biases follow its weights (tied with them). The
+  /// parameter and gradient buffers are views into the flat arenas, which
+  /// planArenas lays out.
   void createParameters() {
+    plan_.parameterArena = fixedBuffer("parameters", BufferRole::ParameterArena, {0});
+    if (options_.training)
+      plan_.gradientArena = fixedBuffer("gradients", BufferRole::GradientArena, {0});
     std::map<ir::ParamRef, size_t> groupOf;
     for (size_t g = 0; g < net_.shareGroups.size(); ++g)
       for (const ir::ParamRef &ref : net_.shareGroups[g])
         groupOf[ref] = g;
     std::map<size_t, int> parameterOfGroup;
-    auto add = [&](ir::ParamRef ref, std::string name, std::vector<int64_t> shape, bool isBias,
-                   std::vector<double> given, int64_t fanIn, int64_t fanOut) {
-      auto g = groupOf.find(ref);
-      if (g != groupOf.end()) {
-        auto p = parameterOfGroup.find(g->second);
-        if (p != parameterOfGroup.end()) {
-          plan_.parameters[static_cast<size_t>(p->second)].owners.push_back(ref);
-          parameterOf_[ref] = p->second;
-          return;
-        }
-      }
+    auto newParameter = [&](ir::ParamRef ref, std::string name, std::vector<int64_t> shape, bool isBias,
+                            std::vector<double> given, int64_t fanIn, int64_t fanOut) {
       Parameter param;
       param.name = std::move(name);
       param.shape = std::move(shape);
@@ -237,14 +267,32 @@ private:
       param.fanOut = std::max<int64_t>(1, fanOut);
       const ir::Layer &owner = net_.layers[static_cast<size_t>(ref.layer)];
       param.gain = owner.function == ir::Activation::Sigmoid ? 4.0 : 1.0;
-      param.buffer = fixedBuffer(param.name, BufferRole::Parameter, param.count);
+      param.buffer = fixedBuffer(param.name, BufferRole::Parameter, param.shape);
       if (options_.training)
-        param.gradient = fixedBuffer("d" + param.name, BufferRole::ParameterGrad, param.count);
-      int index = static_cast<int>(plan_.parameters.size());
+        param.gradient = fixedBuffer("d" + param.name, BufferRole::ParameterGrad, param.shape);
       plan_.parameters.push_back(std::move(param));
+      return static_cast<int>(plan_.parameters.size()) - 1;
+    };
+    /// The parameter of `ref`: the tied group's when it has one already.
+    auto add = [&](ir::ParamRef ref, std::string name, std::vector<int64_t> shape, bool isBias,
+                   std::vector<double> given, int64_t fanIn, int64_t fanOut) {
+      auto g = groupOf.find(ref);
+      if (g != groupOf.end()) {
+        auto p = parameterOfGroup.find(g->second);
+        if (p != parameterOfGroup.end()) {
+          plan_.parameters[static_cast<size_t>(p->second)].owners.push_back(ref);
+          if (const int bias = plan_.parameters[static_cast<size_t>(p->second)].kernelBias; bias >= 0)
+            plan_.parameters[static_cast<size_t>(bias)].owners.push_back(ref);
+          parameterOf_[ref] = p->second;
+          return p->second;
+        }
+      }
+      const int index =
+          newParameter(ref, std::move(name), std::move(shape), isBias, std::move(given), fanIn, fanOut);
       parameterOf_[ref] = index;
       if (g != groupOf.end())
         parameterOfGroup[g->second] = index;
+      return index;
     };
     for (size_t l = 0; l < net_.layers.size(); ++l) {
       const ir::Layer &layer = net_.layers[l];
@@ -256,14 +304,31 @@ private:
         ir::ParamRef ref{static_cast<int>(l), static_cast<int>(b)};
         std::vector<double> given = bundle.weights ? *bundle.weights : std::vector<double>{};
         std::string name = bundleName(layer, b) + "/weights";
-        if (bundle.kind == ir::BundleKind::All)
+        if (bundle.kind == ir::BundleKind::All) {
           add(ref, name, {layer.nodes, src.nodes}, false, given, src.nodes, layer.nodes);
-        else if (bundle.kind == ir::BundleKind::Where)
+        } else if (bundle.kind == ir::BundleKind::Where) {
           add(ref, name, {bundle.edges}, false, given, std::max<int64_t>(1, bundle.edges / layer.nodes),
               std::max<int64_t>(1, bundle.edges / src.nodes));
-        else
-          add(ref, name, {bundle.geometry.kernels, 1 + bundle.geometry.kernelSize}, false, given,
-              bundle.geometry.kernelSize, bundle.lowering.maps * bundle.geometry.kernelSize);
+        } else {
+          // `Weights =` lists each kernel row with its bias first (D4).
+          const int64_t kernels = bundle.geometry.kernels, window = bundle.geometry.kernelSize;
+          std::vector<double> weights, biases;
+          if (!given.empty())
+            for (int64_t r = 0; r < kernels; ++r) {
+              biases.push_back(given[static_cast<size_t>(r * (1 + window))]);
+              for (int64_t k = 0; k < window; ++k)
+                weights.push_back(given[static_cast<size_t>(r * (1 + window) + 1 + k)]);
+            }
+          const size_t before = plan_.parameters.size();
+          const int w = add(ref, name, {kernels, window}, false, std::move(weights), window,
+                            bundle.lowering.maps * window);
+          if (plan_.parameters.size() > before) { // new, not tied to an earlier bundle
+            const int bias = newParameter(ref, bundleName(layer, b) + "/kernel-biases", {kernels}, false,
+                                          std::move(biases), window, bundle.lowering.maps * window);
+            plan_.parameters[static_cast<size_t>(w)].kernelBias = bias;
+            plan_.parameters[static_cast<size_t>(bias)].biasOf = w;
+          }
+        }
       }
       if (layer.hasBias)
         add({static_cast<int>(l), -1}, layer.name + "/biases", {layer.nodes}, true,
@@ -275,9 +340,11 @@ private:
     plan_.featureCount = 0;
     for (int i : net_.inputs)
       plan_.featureCount += net_.layers[static_cast<size_t>(i)].nodes;
-    plan_.features = valuesBuffer("features", plan_.featureCount, BufferRole::Features);
-    plan_.labels = valuesBuffer("labels", 1, BufferRole::Labels);
-    plan_.metrics = fixedBuffer("metrics", BufferRole::Metrics, 2);
+    plan_.features = valuesBuffer("features", {plan_.featureCount}, BufferRole::Features);
+    plan_.labels = valuesBuffer("labels", {1}, BufferRole::Labels);
+    plan_.metrics = fixedBuffer("metrics", BufferRole::Metrics, {kMetricCount});
+    plan_.scalars = fixedBuffer("step-scalars", BufferRole::StepScalars, {kStepScalarCount});
+    plan_.workspace = fixedBuffer("workspace", BufferRole::Workspace, {0});
     values_.assign(net_.layers.size(), -1);
     pre_.assign(net_.layers.size(), -1);
     if (net_.inputs.size() == 1) {
@@ -287,7 +354,7 @@ private:
     int64_t offset = 0;
     for (int i : net_.inputs) {
       const ir::Layer &layer = net_.layers[static_cast<size_t>(i)];
-      int buffer = valuesBuffer(layer.name, layer.nodes);
+      int buffer = valuesBuffer(layer.name, layer.shape);
       values_[static_cast<size_t>(i)] = buffer;
       Op op;
       op.kind = OpKind::SliceInput;
@@ -303,7 +370,7 @@ private:
   Status emitLayer(int l) {
     const ir::Layer &layer = net_.layers[static_cast<size_t>(l)];
     ir::Activation fn = layer.function.value_or(ir::Activation::Linear);
-    int pre = valuesBuffer(fn == ir::Activation::Linear ? layer.name : layer.name + ".pre", layer.nodes);
+    int pre = valuesBuffer(fn == ir::Activation::Linear ? layer.name : layer.name + ".pre", layer.shape);
     pre_[static_cast<size_t>(l)] = pre;
     for (size_t b = 0; b < layer.bundles.size(); ++b)
       if (Status s = emitBundle(l, static_cast<int>(b), pre, /*accumulate=*/b > 0); !s)
@@ -322,7 +389,7 @@ private:
       values_[static_cast<size_t>(l)] = pre;
       return Status::success();
     }
-    int act = valuesBuffer(layer.name, layer.nodes);
+    int act = valuesBuffer(layer.name, layer.shape);
     values_[static_cast<size_t>(l)] = act;
     Op op;
     op.kind = OpKind::Activate;
@@ -377,19 +444,26 @@ private:
       op.in = {x, *tables};
       if (op.kind == OpKind::ResponseNorm)
         op.in.push_back(*tables + 1);
-      WindowAttrs attrs{src.nodes, layer.nodes, low.window};
+      WindowAttrs attrs;
+      attrs.inputs = src.nodes;
+      attrs.outputs = layer.nodes;
+      attrs.window = low.window;
       attrs.alpha = static_cast<float>(bundle.alpha());
       attrs.beta = static_cast<float>(bundle.beta());
       attrs.offset = static_cast<float>(bundle.offset());
       attrs.averageOverFullKernel = bundle.avgOverFullKernel;
-      op.attrs = attrs;
+      attrs.dims = windowDims(bundle.geometry);
+      op.attrs = std::move(attrs);
       break;
     }
     default: { // every convolution kind
       op.kind = OpKind::Convolution;
-      op.in = {x, parameterBuffer({l, b}), *tables, *tables + 1};
-      op.attrs = ConvAttrs{low.kernel, src.nodes,     layer.nodes, low.groups,
-                           low.maps,   low.positions, low.window,  low.padded};
+      const Parameter &weights = plan_.parameters[static_cast<size_t>(parameterOf_.at({l, b}))];
+      op.in = {x, weights.buffer, *tables, *tables + 1,
+               plan_.parameters[static_cast<size_t>(weights.kernelBias)].buffer};
+      op.attrs = ConvAttrs{low.kernel, src.nodes,  layer.nodes,
+                           low.groups, low.maps,   low.positions,
+                           low.window, low.padded, windowDims(bundle.geometry)};
       break;
     }
     }
@@ -405,7 +479,7 @@ private:
     plan_.outputFunction = fn;
     Op op;
     op.layer = net_.output;
-    op.in = {plan_.output, plan_.labels};
+    op.in = {plan_.output, plan_.labels, plan_.scalars};
     int pre = pre_[static_cast<size_t>(net_.output)];
     if (fn == ir::Activation::Softmax || fn == ir::Activation::Sigmoid) {
       // Fused with the output function: the gradient is taken with respect
@@ -426,35 +500,32 @@ private:
   /// The gradient buffer of a values buffer, written by the loss op (the
   /// backward pass finds it through LossAttrs::gradientOf).
   int gradientFor(int values, const std::string &name) {
-    Buffer b;
-    b.name = "d" + name;
-    b.role = BufferRole::Gradient;
-    b.perSample = plan_.buffers[static_cast<size_t>(values)].perSample;
-    return plan_.addBuffer(std::move(b));
+    const Buffer &v = plan_.buffers[static_cast<size_t>(values)];
+    return valuesBuffer("d" + name, v.shape, BufferRole::Gradient);
   }
 
-  void emitUpdates() {
-    // A parameter whose gradient no op writes (its layer does not lead to the
-    // output) is not updated.
-    std::vector<bool> written(plan_.buffers.size(), false);
-    for (const Op &op : plan_.ops)
-      for (int o : op.out)
-        written[static_cast<size_t>(o)] = true;
-    for (size_t p = 0; p < plan_.parameters.size(); ++p) {
-      Parameter &param = plan_.parameters[p];
-      if (!written[static_cast<size_t>(param.gradient)])
-        continue;
-      for (int s = 0; s < options_.optimizerStateSlots; ++s)
-        param.state.push_back(
-            fixedBuffer(fmt::format("{}.state{}", param.name, s), BufferRole::OptimizerState, param.count));
-      Op op;
-      op.kind = OpKind::Update;
-      op.in = {param.gradient};
-      op.out = {param.buffer};
-      op.out.insert(op.out.end(), param.state.begin(), param.state.end());
-      op.attrs = UpdateAttrs{static_cast<int>(p), param.count};
-      plan_.ops.push_back(std::move(op));
+  /// The optimizer state arenas (one per slot, each with a view per
+  /// parameter) and the one fused update op over the trained range.
+  void emitUpdate() {
+    const int slots = stateSlots(options_.update);
+    for (int s = 0; s < slots; ++s) {
+      const int arena = fixedBuffer(fmt::format("state{}", s), BufferRole::StateArena, {plan_.arenaElements});
+      plan_.stateArenas.push_back(arena);
+      for (Parameter &param : plan_.parameters) {
+        const int view =
+            fixedBuffer(fmt::format("{}.state{}", param.name, s), BufferRole::OptimizerState, param.shape);
+        plan_.buffers[static_cast<size_t>(view)].viewOf = arena;
+        plan_.buffers[static_cast<size_t>(view)].viewOffset = param.offset;
+        param.state.push_back(view);
+      }
     }
+    Op op;
+    op.kind = OpKind::Update;
+    op.in = {plan_.gradientArena, plan_.scalars, plan_.metrics};
+    op.out = {plan_.parameterArena};
+    op.out.insert(op.out.end(), plan_.stateArenas.begin(), plan_.stateArenas.end());
+    op.attrs = UpdateAttrs{options_.update, plan_.trainedElements, slots};
+    plan_.ops.push_back(std::move(op));
   }
 
   /// Bundles whose Table buffers (from `firstBuffer` on) fillTables fills.

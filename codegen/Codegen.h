@@ -1,7 +1,8 @@
 // Codegen.h -- builds the Plan of a checked network: forward ops per lowered
 // bundle, the loss of NETSHARP §13 D16, the backward ops derived by
-// Autodiff.cpp, update ops, then memory planning. Only a network without
-// errors can be planned.
+// Autodiff.cpp, the fused update op, then the flat arenas and buckets
+// (PlanArenas.cpp) and memory planning (PlanMemory.cpp). Only a network
+// without errors can be planned.
 #pragma once
 
 #include "codegen/Plan.h"
@@ -9,10 +10,14 @@
 
 namespace netc::plan {
 
+/// The default gradient bucket size (`--bucket-mb`): see docs/performance.md,
+/// "Gradient buckets", for the measurement behind it.
+inline constexpr int64_t kDefaultBucketBytes = int64_t{16} << 20;
+
 struct PlanOptions {
-  bool training = true;        // backward and update ops (otherwise inference only)
-  int optimizerStateSlots = 0; // per-parameter optimizer slots for the update ops
-  bool reuseMemory = true;     // memory planning reuses dead buffers
+  bool training = true;    // backward and update ops (otherwise inference only)
+  UpdateRule update;       // the optimizer step of the update op
+  bool reuseMemory = true; // memory planning reuses dead buffers
   /// Fill the index tables. Without them the plan has every buffer with its
   /// size, but its Table buffers are empty: enough for figures (`netc show`),
   /// not to run.
@@ -21,7 +26,19 @@ struct PlanOptions {
   /// index tables) may take, checked from their sizes before any of them is
   /// built; 0: the machine's memory.
   uint64_t maxMemoryBytes = 0;
+  /// Gradient accumulation (`--accumulate K`, K > 1): the plan starts with
+  /// a zero-gradients op and every gradient op adds, so a step of several
+  /// micro-batches runs [0, backwardEnd) once, then [stepBegin, backwardEnd)
+  /// and finally [stepBegin, end).
+  bool accumulateGradients = false;
+  /// Gradient buckets of at least this many bytes (a larger parameter is a
+  /// bucket of its own), in the order the backward pass finishes them.
+  int64_t bucketBytes = kDefaultBucketBytes;
 };
+
+/// How many state arrays `rule`'s optimizer keeps per parameter
+/// (Optimizers.def): SGD 1 with momentum else 0, Adam 2, AdaDelta 2.
+int stateSlots(const UpdateRule &rule);
 
 /// The plan of `network`, which must have passed every check. A plan whose
 /// fixed buffers would exceed the memory limit is an error that names the
@@ -36,7 +53,13 @@ Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes);
 /// Appends the backward ops of the forward ops (codegen/Autodiff.cpp).
 void appendBackward(Plan &plan);
 
-/// Assigns arena offsets to batch-scaled buffers by liveness (codegen/PlanMemory.cpp).
+/// Lays out the flat parameter, gradient and state arenas in the order the
+/// backward pass finishes each gradient, and groups them into buckets of
+/// `bucketBytes` (codegen/PlanArenas.cpp).
+void planArenas(Plan &plan, int64_t bucketBytes);
+
+/// Assigns 256-byte-aligned arena offsets to batch-scaled buffers by
+/// liveness, and to the inputs in their own arena (codegen/PlanMemory.cpp).
 void planMemory(Plan &plan, bool reuse);
 
 /// The plan as deterministic text (`netc compile --emit=plan`).

@@ -36,8 +36,13 @@ std::string_view bufferRoleName(BufferRole role) {
   case BufferRole::Parameter: return "parameter";
   case BufferRole::ParameterGrad: return "parameter-gradient";
   case BufferRole::OptimizerState: return "optimizer-state";
+  case BufferRole::ParameterArena: return "parameter-arena";
+  case BufferRole::GradientArena: return "gradient-arena";
+  case BufferRole::StateArena: return "state-arena";
   case BufferRole::Table: return "table";
   case BufferRole::Metrics: return "metrics";
+  case BufferRole::StepScalars: return "step-scalars";
+  case BufferRole::Workspace: return "workspace";
   }
   return "values";
 }
@@ -56,15 +61,40 @@ int Plan::addBuffer(Buffer buffer) {
   return static_cast<int>(buffers.size()) - 1;
 }
 
+std::string_view optimizerName(OptimizerKind kind) {
+  switch (kind) {
+#define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1)                                                  \
+  case OptimizerKind::Id:                                                                                    \
+    return Name;
+#include "codegen/Optimizers.def"
+#undef OPTIMIZER
+  }
+  return "sgd";
+}
+
+int stateSlots(const UpdateRule &rule) {
+  [[maybe_unused]] const Hyperparameters &hp = rule.hyper;
+  switch (rule.optimizer) {
+#define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1)                                                  \
+  case OptimizerKind::Id:                                                                                    \
+    return Slots;
+#include "codegen/Optimizers.def"
+#undef OPTIMIZER
+  }
+  return 0;
+}
+
 int64_t Plan::bytesPerBatch(int64_t batch) const {
-  int64_t elements = memory.arenaPerSample * batch + memory.fixedElements;
+  int64_t elements =
+      (memory.arenaPerSample + inputSlots * memory.inputsPerSample) * batch + memory.fixedElements;
   return elements * 4;
 }
 
 Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes) {
   const uint64_t limit = maxMemoryBytes ? maxMemoryBytes : machineMemoryBytes();
   const uint64_t fixedBytes = static_cast<uint64_t>(plan.memory.fixedElements) * 4;
-  const uint64_t perSampleBytes = static_cast<uint64_t>(plan.memory.arenaPerSample) * 4;
+  const uint64_t perSampleBytes =
+      static_cast<uint64_t>(plan.memory.arenaPerSample + plan.inputSlots * plan.memory.inputsPerSample) * 4;
   uint64_t batchBytes = 0, total = 0;
   const bool overflow = __builtin_mul_overflow(perSampleBytes, static_cast<uint64_t>(batch), &batchBytes) ||
                         __builtin_add_overflow(batchBytes, fixedBytes, &total);

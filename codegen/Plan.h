@@ -1,13 +1,19 @@
-// Plan.h -- the executable form of a network (DESIGN.md §2, §5): ordered
+// Plan.h -- the executable form of a network (DESIGN.md §2, §5, §6): ordered
 // forward, loss, backward and update ops over buffers whose sizes and places
 // memory planning has assigned. A Plan is backend-neutral data: it names no
-// device, holds no pointers, and carries the constant index tables (gather
-// windows, CSR structures) that every backend uploads as they are. Buffers
-// that scale with the batch live in one arena at planned offsets (in values
-// per sample); the rest (parameters, gradients, optimizer state, tables)
-// have fixed sizes.
+// device, holds no pointers, and carries everything a backend needs -- the
+// per-dimension geometry of every windowed op, every buffer's tensor shape,
+// 256-byte-aligned arena offsets, the constant index tables (gather windows,
+// CSR structures) that backends upload as they are, a workspace whose size
+// each backend chooses at load, and the update rule. Memory: batch-scaled
+// buffers share the activation arena (offsets in values per sample; the
+// backend multiplies by its batch), the features and labels live in a
+// double-buffered input arena, and parameters, their gradients and each
+// optimizer state slot are three flat arenas with one layout, ordered by when
+// the backward pass finishes each gradient and grouped into buckets.
 #pragma once
 
+#include "codegen/UpdateRule.h"
 #include "ir/Network.h"
 
 #include <cstdint>
@@ -26,34 +32,58 @@ enum class OpKind {
 enum class OpRole { Forward, Loss, Backward, Update };
 
 std::string_view opName(OpKind kind);
+/// The CLI spelling of an optimizer (Optimizers.def): "sgd", "adam", "adadelta".
+std::string_view optimizerName(OptimizerKind kind);
 OpRole opRole(OpKind kind);
 
 enum class BufferRole {
-  Features,       // the input batch [B × features]
-  Labels,         // class index or target value per sample [B]
+  Features,       // the input batch [B × features] (input arena, double-buffered)
+  Labels,         // class index or target value per sample [B] (input arena, double-buffered)
   Values,         // a layer's pre-activation or output values [B × nodes]
   Gradient,       // a gradient of the loss with respect to layer values [B × nodes]
-  Parameter,      // trainable values
-  ParameterGrad,  // their gradients
-  OptimizerState, // per-parameter optimizer slots
+  Parameter,      // trainable values: a view into the parameter arena
+  ParameterGrad,  // their gradients: a view into the gradient arena
+  OptimizerState, // a per-parameter optimizer slot: a view into a state arena
+  ParameterArena, // every parameter, flat (the fused update op's weights)
+  GradientArena,  // every parameter gradient, flat, in the same layout
+  StateArena,     // one optimizer state slot of every parameter, same layout
   Table,          // constant int32 index table
-  Metrics,        // loss sum and correct count of the last batch (2 values)
+  Metrics,        // loss and accuracy sums since the host last cleared them (Metric)
+  StepScalars,    // per-step scalars the host writes before a step (StepScalar)
+  Workspace,      // scratch whose size the backend chooses at load (0 in the Plan)
 };
 std::string_view bufferRoleName(BufferRole role);
 
 enum class ElementType { F32, I32 };
 
+/// Every arena offset is a multiple of this many elements (256 bytes), so
+/// each buffer starts 256-byte aligned at any batch size.
+inline constexpr int64_t kAlignElements = 64;
+inline int64_t alignElements(int64_t n) {
+  return (n + kAlignElements - 1) / kAlignElements * kAlignElements;
+}
+
 struct Buffer {
   std::string name;
   BufferRole role = BufferRole::Values;
   ElementType type = ElementType::F32;
+  /// The tensor shape: per sample for batch-scaled buffers (a layer's
+  /// shape), whole for the others (a parameter's shape).
+  std::vector<int64_t> shape;
   int64_t perSample = 0; // elements per sample (batch-scaled buffers)
   int64_t fixed = 0;     // elements independent of the batch
-  /// Batch-scaled buffers: offset in the arena, in elements per sample (the
-  /// backend multiplies by its batch). -1 until memory planning.
+  /// Batch-scaled buffers: offset in the activation arena (the input arena
+  /// for Features and Labels), in elements per sample (the backend
+  /// multiplies by its batch); a multiple of kAlignElements. -1 until memory
+  /// planning.
   int64_t arenaOffset = -1;
+  /// A view: these `fixed` elements are elements [viewOffset, ...) of buffer
+  /// `viewOf` (a flat arena); -1: the buffer has its own memory.
+  int viewOf = -1;
+  int64_t viewOffset = 0;
   std::vector<int32_t> table; // contents of a Table buffer
   bool batchScaled() const { return perSample > 0; }
+  bool isInput() const { return role == BufferRole::Features || role == BufferRole::Labels; }
 };
 
 // ---- op attributes ----
@@ -67,21 +97,37 @@ struct DenseAttrs {
 struct SparseAttrs {
   int64_t inputs = 0, outputs = 0, edges = 0;
 };
-/// Grouped im2col convolution (any canonical convolution kind): kernel
-/// (m, u) has weights at row m·groups + u of a [kernels × (1 + window)]
-/// tensor, bias first (D4). gather[u][p][k] is the source node (-1: dummy);
-/// scatter[m][u][p] the destination node.
+/// One dimension of a windowed op's geometry (NETSHARP §13): the source
+/// extent, the kernel and stride, the dummy cells before and after the
+/// source (padding), the source coordinate of the first window's first cell,
+/// the windows along it, and (convolution) its map count and sharing.
+struct WindowDim {
+  int64_t input = 0, kernel = 1, stride = 1;
+  int64_t padLow = 0, padHigh = 0;
+  int64_t offset = 0; // may be negative (padding)
+  int64_t count = 1;  // windows along this dimension
+  int64_t maps = 1;
+  bool shared = true;
+};
+
+/// Grouped convolution (any canonical convolution kind): kernel (m, u) has
+/// weights at row m·groups + u of a [kernels × window] tensor and its bias at
+/// element m·groups + u of the kernel-bias parameter (in {.., bias}). gather[u][p][k] is the source node (-1:
+/// dummy); scatter[m][u][p] the destination node. `dims` is the geometry the tables were built from, for
+/// backends that describe the op instead (cuDNN).
 struct ConvAttrs {
   ir::KernelKind kernel = ir::KernelKind::Convolution;
   int64_t inputs = 0, outputs = 0;
   int64_t groups = 1, maps = 1, positions = 1, window = 1;
   bool padded = false; // some gather entries are -1 (dummy cells)
+  std::vector<WindowDim> dims;
 };
 /// Pool and norm: window[o][k] is the source node of cell k of output o (-1: dummy).
 struct WindowAttrs {
   int64_t inputs = 0, outputs = 0, window = 1;
   float alpha = 0, beta = 0, offset = 1; // response norm
   bool averageOverFullKernel = true;
+  std::vector<WindowDim> dims;
 };
 struct ActivationAttrs {
   ir::Activation function = ir::Activation::Linear;
@@ -91,9 +137,11 @@ struct LossAttrs {
   int64_t nodes = 0;
   int gradientOf = -1; // the values buffer whose gradient out[0] is
 };
+/// The fused optimizer step over elements [0, count) of the flat arenas.
 struct UpdateAttrs {
-  int parameter = -1; // index into Plan::parameters
+  UpdateRule rule;
   int64_t count = 0;
+  int stateSlots = 0;
 };
 using OpAttrs = std::variant<NoAttrs, SliceAttrs, DenseAttrs, SparseAttrs, ConvAttrs, WindowAttrs,
                              ActivationAttrs, LossAttrs, UpdateAttrs>;
@@ -109,28 +157,45 @@ struct Op {
 
 enum class Initializer { Uniform, Given };
 
-/// A trainable tensor: a bundle's weights or a layer's biases, after `share`
-/// (tied tensors are one Parameter with several owners).
+/// A trainable tensor: a bundle's weights or kernel biases, or a layer's
+/// biases, after `share` (tied tensors are one Parameter with several owners).
+/// A convolution's kernel biases are a Parameter of their own; checkpoints
+/// keep the documented layout, where they are column 0 of the kernel rows
+/// (`kernelBias` / `biasOf` link the two).
 struct Parameter {
-  std::string name; // e.g. "Conv1/Pic/weights", "Hid3/biases"
+  std::string name; // e.g. "Conv1/Pic/weights", "Conv1/Pic/kernel-biases", "Hid3/biases"
   std::vector<int64_t> shape;
   int64_t count = 0;
-  int buffer = -1, gradient = -1;
-  std::vector<int> state; // optimizer slots (filled by the trainer's update ops)
+  int buffer = -1, gradient = -1; // views into the parameter and gradient arenas
+  std::vector<int> state;         // views into the state arenas, one per optimizer slot
+  int64_t offset = 0;             // in every flat arena (a multiple of kAlignElements)
+  bool trained = false;           // some backward op writes its gradient
+  size_t readyAfter = 0;          // trained: the backward op after which its gradient is final
   std::vector<ir::ParamRef> owners;
-  std::vector<double> givenValues; // Weights = / Biases = (empty: random)
+  std::vector<double> givenValues; // Weights = / Biases = (empty: random); kernel rows with the bias first
   int64_t fanIn = 1, fanOut = 1;   // for Xavier / He initialisation
   double gain = 1;                 // Xavier gain for the destination's function (4 for sigmoid, Glorot 2010)
   bool isBias = false;
+  int kernelBias = -1; // convolution weights: the Parameter holding their kernel biases
+  int biasOf = -1;     // kernel biases: the weights Parameter whose checkpoint tensor holds them
+};
+
+/// A range of the gradient arena that is final once op `readyAfter` has run:
+/// what a data-parallel run all-reduces while the backward pass goes on.
+struct Bucket {
+  int64_t offset = 0, count = 0; // elements of the flat arenas
+  size_t readyAfter = 0;         // index into Plan::ops
+  std::vector<int> parameters;   // in arena order
 };
 
 enum class LossKind { CrossEntropy, BinaryCrossEntropy, SquaredError };
 std::string_view lossName(LossKind kind);
 
 struct MemorySummary {
-  int64_t arenaPerSample = 0;     // elements per sample after reuse
+  int64_t arenaPerSample = 0;     // activation arena: elements per sample after reuse
   int64_t unplannedPerSample = 0; // elements per sample without reuse
-  int64_t fixedElements = 0;      // parameters, gradients, state, tables
+  int64_t inputsPerSample = 0;    // one slot of the input arena (features, labels)
+  int64_t fixedElements = 0;      // parameters, gradients, state, tables, metrics, scalars
 };
 
 struct Plan {
@@ -139,17 +204,28 @@ struct Plan {
   std::vector<Buffer> buffers;
   std::vector<Op> ops;
   std::vector<Parameter> parameters;
-  int features = -1, labels = -1, metrics = -1;
+  int features = -1, labels = -1, metrics = -1, scalars = -1, workspace = -1;
   int output = -1; // the output layer's values (probabilities for softmax)
+  /// The flat arenas (-1 where absent: no gradients in an inference plan).
+  int parameterArena = -1, gradientArena = -1;
+  std::vector<int> stateArenas;
+  int64_t arenaElements = 0;   // each flat arena's size
+  int64_t trainedElements = 0; // [0, trainedElements): the parameters the update op trains
+  std::vector<Bucket> buckets;
+  /// The input arena holds this many copies of the features and labels: the
+  /// host fills one while a step reads another.
+  int inputSlots = 2;
   int64_t featureCount = 0, outputNodes = 0;
   LossKind loss = LossKind::CrossEntropy;
   ir::Activation outputFunction = ir::Activation::Softmax;
-  /// Ops [0, forwardEnd) are inference; [forwardEnd, lossEnd) the loss;
-  /// [lossEnd, backwardEnd) the backward pass; the rest optimizer updates.
-  size_t forwardEnd = 0, lossEnd = 0, backwardEnd = 0;
+  /// Ops [0, stepBegin) zero the gradients (gradient accumulation only);
+  /// [stepBegin, forwardEnd) are inference; [forwardEnd, lossEnd) the loss;
+  /// [lossEnd, backwardEnd) the backward pass; the rest the optimizer update.
+  size_t stepBegin = 0, forwardEnd = 0, lossEnd = 0, backwardEnd = 0;
   MemorySummary memory;
 
   int addBuffer(Buffer buffer);
+  /// Planned bytes at `batch` samples (the backend's workspace excluded).
   int64_t bytesPerBatch(int64_t batch) const;
 };
 

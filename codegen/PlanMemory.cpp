@@ -1,10 +1,12 @@
-// PlanMemory.cpp -- memory planning (DESIGN.md §2): every batch-scaled buffer
-// gets an offset in one arena (in elements per sample; the backend
-// multiplies by its batch). A buffer lives from the first op that touches it
-// to the last; buffers whose lifetimes do not overlap may share space. The
-// features, labels and the output layer's values stay live throughout (the
-// host writes and reads them around the ops). Placement is greedy, largest
-// first, at the lowest offset free over the buffer's lifetime.
+// PlanMemory.cpp -- memory planning (DESIGN.md §2, §6): every batch-scaled
+// buffer gets an offset in the activation arena (in elements per sample; the
+// backend multiplies by its batch), a multiple of kAlignElements so that it
+// starts 256-byte aligned at any batch. A buffer lives from the first op
+// that touches it to the last; buffers whose lifetimes do not overlap may
+// share space. The output layer's values stay live throughout (the host
+// reads them after the ops). Placement is greedy, largest first, at the
+// lowest offset free over the buffer's lifetime. The features and labels
+// have an arena of their own, which backends hold `inputSlots` times.
 #include "codegen/Codegen.h"
 
 #include <algorithm>
@@ -31,21 +33,26 @@ void planMemory(Plan &plan, bool reuse) {
         l.last = std::max(l.last, i);
       }
   }
-  for (int pinned : {plan.features, plan.labels, plan.output})
-    if (pinned >= 0)
-      life[static_cast<size_t>(pinned)] = {0, plan.ops.size()};
+  if (plan.output >= 0)
+    life[static_cast<size_t>(plan.output)] = {0, plan.ops.size()};
 
   MemorySummary summary;
   std::vector<size_t> order;
   for (size_t b = 0; b < n; ++b) {
     Buffer &buffer = plan.buffers[b];
     if (!buffer.batchScaled()) {
-      summary.fixedElements += buffer.fixed;
+      if (buffer.viewOf < 0) // views are counted with their arena
+        summary.fixedElements += buffer.fixed;
+      continue;
+    }
+    if (buffer.isInput()) {
+      buffer.arenaOffset = summary.inputsPerSample;
+      summary.inputsPerSample += alignElements(buffer.perSample);
       continue;
     }
     if (!life[b].used()) // created but never touched: give it its own space anyway
       life[b] = {0, plan.ops.size()};
-    summary.unplannedPerSample += buffer.perSample;
+    summary.unplannedPerSample += alignElements(buffer.perSample);
     order.push_back(b);
   }
   std::stable_sort(order.begin(), order.end(),
@@ -54,6 +61,7 @@ void planMemory(Plan &plan, bool reuse) {
   std::vector<size_t> placed;
   for (size_t b : order) {
     Buffer &buffer = plan.buffers[b];
+    const int64_t size = alignElements(buffer.perSample);
     int64_t offset = 0;
     if (!reuse) {
       offset = summary.arenaPerSample;
@@ -64,17 +72,17 @@ void planMemory(Plan &plan, bool reuse) {
         const Lifetime &x = life[other], &y = life[b];
         if (x.first <= y.last && y.first <= x.last)
           taken.emplace_back(plan.buffers[other].arenaOffset,
-                             plan.buffers[other].arenaOffset + plan.buffers[other].perSample);
+                             plan.buffers[other].arenaOffset + alignElements(plan.buffers[other].perSample));
       }
       std::sort(taken.begin(), taken.end());
       for (const auto &[begin, end] : taken) {
-        if (offset + buffer.perSample <= begin)
+        if (offset + size <= begin)
           break;
         offset = std::max(offset, end);
       }
     }
     buffer.arenaOffset = offset;
-    summary.arenaPerSample = std::max(summary.arenaPerSample, offset + buffer.perSample);
+    summary.arenaPerSample = std::max(summary.arenaPerSample, offset + size);
     placed.push_back(b);
   }
   plan.memory = summary;

@@ -1,7 +1,9 @@
 // PlanPrinter.cpp -- the Plan as deterministic text for `netc compile
 // --emit=plan` and the golden tests: a header with the loss and memory, the
-// parameters, the buffers with their planned arena offsets, then the ops of
-// each phase with their attributes and buffers by name.
+// flat arenas and their buckets, the step scalars, the parameters with their
+// arena offsets, the buffers with their shapes and planned places, then the
+// ops of each phase with their attributes (geometry included) and buffers by
+// name.
 #include "codegen/Codegen.h"
 
 #include <fmt/format.h>
@@ -17,6 +19,26 @@ std::string shape(const std::vector<int64_t> &dims) {
   return out + "]";
 }
 
+/// Per dimension: input:kernel/stride pad low+high @offset ×windows
+/// (convolution: maps, and "u" for an unshared dimension).
+std::string geometry(const std::vector<WindowDim> &dims) {
+  std::string out = " geometry=[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const WindowDim &d = dims[i];
+    out += fmt::format("{}{}:{}/{} pad {}+{} @{} x{}", i ? "; " : "", d.input, d.kernel, d.stride, d.padLow,
+                       d.padHigh, d.offset, d.count);
+    if (d.maps != 1)
+      out += fmt::format(" maps {}", d.maps);
+    if (!d.shared)
+      out += " unshared";
+  }
+  return out + "]";
+}
+
+constexpr std::string_view kStepScalarNames[] = {"learning-rate",        "step",         "corrected-rate",
+                                                 "inv-sqrt-correction2", "step-samples", "valid-count"};
+static_assert(std::size(kStepScalarNames) == kStepScalarCount);
+
 std::string attributes(const Op &op) {
   struct Visitor {
     std::string operator()(const NoAttrs &) const { return ""; }
@@ -30,17 +52,21 @@ std::string attributes(const Op &op) {
       return fmt::format(" inputs={} outputs={} edges={}", a.inputs, a.outputs, a.edges);
     }
     std::string operator()(const ConvAttrs &a) const {
-      return fmt::format(" kernel={} groups={} maps={} positions={} window={}", ir::kernelKindName(a.kernel),
-                         a.groups, a.maps, a.positions, a.window);
+      return fmt::format(" kernel={} groups={} maps={} positions={} window={}{}",
+                         ir::kernelKindName(a.kernel), a.groups, a.maps, a.positions, a.window,
+                         geometry(a.dims));
     }
     std::string operator()(const WindowAttrs &a) const {
-      return fmt::format(" outputs={} window={}", a.outputs, a.window);
+      return fmt::format(" outputs={} window={}{}", a.outputs, a.window, geometry(a.dims));
     }
     std::string operator()(const ActivationAttrs &a) const {
       return fmt::format(" function={}", ir::activationName(a.function));
     }
     std::string operator()(const LossAttrs &a) const { return fmt::format(" nodes={}", a.nodes); }
-    std::string operator()(const UpdateAttrs &a) const { return fmt::format(" count={}", a.count); }
+    std::string operator()(const UpdateAttrs &a) const {
+      return fmt::format(" optimizer={} count={} state-slots={}", optimizerName(a.rule.optimizer), a.count,
+                         a.stateSlots);
+    }
   };
   std::string out = std::visit(Visitor{}, op.attrs);
   if (op.kind == OpKind::ResponseNorm || op.kind == OpKind::ResponseNormGrad) {
@@ -59,6 +85,8 @@ std::string names(const Plan &plan, const std::vector<int> &buffers) {
 }
 
 std::string_view phaseName(size_t index, const Plan &plan) {
+  if (index < plan.stepBegin)
+    return "zero";
   if (index < plan.forwardEnd)
     return "forward";
   if (index < plan.lossEnd)
@@ -74,19 +102,44 @@ std::string printPlan(const Plan &plan) {
   std::string out = fmt::format("plan {} {} loss={} features={} outputs={}\n", plan.network,
                                 plan.training ? "training" : "inference", lossName(plan.loss),
                                 plan.featureCount, plan.outputNodes);
-  out += fmt::format("memory arena={} floats/sample (without reuse {}) fixed={} values\n",
-                     plan.memory.arenaPerSample, plan.memory.unplannedPerSample, plan.memory.fixedElements);
+  out += fmt::format("memory arena={} floats/sample (without reuse {}) inputs={}x{} floats/sample fixed={} "
+                     "values, offsets aligned to {} bytes\n",
+                     plan.memory.arenaPerSample, plan.memory.unplannedPerSample, plan.inputSlots,
+                     plan.memory.inputsPerSample, plan.memory.fixedElements, kAlignElements * 4);
+  out += fmt::format("arenas parameters={} trained={}{}\n", plan.arenaElements, plan.trainedElements,
+                     plan.gradientArena >= 0
+                         ? fmt::format(" (gradients and {} state slot(s) alike)", plan.stateArenas.size())
+                         : std::string());
+  for (size_t i = 0; i < plan.buckets.size(); ++i) {
+    const Bucket &b = plan.buckets[i];
+    std::string names;
+    for (int p : b.parameters)
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", plan.parameters[static_cast<size_t>(p)].name);
+    out += fmt::format("bucket {} @{} count={} ready-after=#{} [{}]\n", i, b.offset, b.count, b.readyAfter,
+                       names);
+  }
+  out += "step-scalars";
+  for (size_t i = 0; i < std::size(kStepScalarNames); ++i)
+    out += fmt::format(" {}={}", i, kStepScalarNames[i]);
+  out += "\n";
   for (const Parameter &p : plan.parameters) {
-    out += fmt::format("parameter {} {} count={} init={}", p.name, shape(p.shape), p.count,
+    out += fmt::format("parameter {} {} count={} @{} init={}", p.name, shape(p.shape), p.count, p.offset,
                        p.givenValues.empty() ? "random" : "given");
     if (p.owners.size() > 1)
       out += fmt::format(" tied={}", p.owners.size());
+    if (plan.training)
+      out += p.trained ? fmt::format(" ready-after=#{}", p.readyAfter) : std::string(" untrained");
     out += "\n";
   }
   for (const Buffer &b : plan.buffers) {
-    out += fmt::format("buffer {} {} ", b.name, bufferRoleName(b.role));
+    out += fmt::format("buffer {} {} {} ", b.name, bufferRoleName(b.role), shape(b.shape));
     if (b.batchScaled())
-      out += fmt::format("{}/sample @{}", b.perSample, b.arenaOffset);
+      out += fmt::format("{}/sample {}@{}", b.perSample, b.isInput() ? "inputs" : "arena", b.arenaOffset);
+    else if (b.viewOf >= 0)
+      out +=
+          fmt::format("{} = {}@{}", b.fixed, plan.buffers[static_cast<size_t>(b.viewOf)].name, b.viewOffset);
+    else if (b.role == BufferRole::Workspace)
+      out += "sized by the backend";
     else
       out += fmt::format("{}{}", b.fixed, b.type == ElementType::I32 ? " i32" : "");
     out += "\n";

@@ -2,11 +2,12 @@
 # setup.sh -- installs what netc needs to build and test on Debian 12, only
 # the packages that are missing (idempotent; quick when all are present).
 # Everything comes from Debian's archive (DESIGN.md §7). dpkg-dev (dpkg-shlibdeps)
-# and file are what `cpack -G DEB` needs (scripts/package_deb.sh).
+# and file are what `cpack -G DEB` needs (scripts/package_deb.sh); python3-numpy
+# runs the float64 reference of tests/reference.
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config python3
+  g++ cmake ninja-build pkg-config python3 python3-numpy
   antlr4 libantlr4-runtime-dev uuid-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

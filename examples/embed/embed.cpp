@@ -57,7 +57,7 @@ int trainAndClassify(const std::string &net, const std::string &data, const std:
   settings.batch = 32;
   settings.learningRate = 0.1f;
   settings.momentum = 0.9f;
-  settings.init = "xavier";
+  settings.init = netc::InitKind::Xavier;
   settings.seed = 1;
   settings.threads = 1;
   settings.outDir = out;

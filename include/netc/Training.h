@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace netc {
@@ -28,28 +29,93 @@ inline constexpr int kMaxThreads = 1024;
 /// checkpoint, a flag value) or a usage error; maps to exit status 1 / 2.
 enum class FailureKind { None, Input, Usage };
 
+/// The update rule (`--optimizer`).
+enum class Optimizer { Sgd, Adam, AdaDelta };
+
+/// How the weights start (`--init`): uniform in ±diameter/2 (NETSHARP D15),
+/// Xavier/Glorot uniform, or He uniform (for ReLU networks).
+enum class InitKind { Uniform, Xavier, He };
+
+/// A learning-rate schedule (`--schedule`) over the run's `--epochs`; the
+/// fields a kind does not use are ignored.
+struct Schedule {
+  enum class Kind { Constant, Step, Cosine };
+  Kind kind = Kind::Constant;
+  int64_t stepEpochs = 30;   ///< Step: the rate is multiplied by gamma every stepEpochs epochs
+  float gamma = 0.1f;        ///< Step: in (0, 1]
+  float minLearningRate = 0; ///< Cosine: the rate reached at the last epoch
+  bool operator==(const Schedule &) const = default;
+};
+
+/// A feature normalizer (`--normalize`), fitted on the training set.
+struct Normalize {
+  enum class Kind { None, MinMax, GlobalMinMax, Gaussian, Scale };
+  Kind kind = Kind::MinMax;
+  float divisor = 1; ///< Scale: x' = x / divisor (positive, finite)
+  bool operator==(const Normalize &) const = default;
+};
+
+/// A setting parsed from its text: the value, or what is wrong with the
+/// text, naming the flag as `netc train` does.
+template <class T> struct Parsed {
+  std::optional<T> value;
+  std::string error; ///< empty when `value` is set
+  explicit operator bool() const { return value.has_value(); }
+  const T &operator*() const { return *value; }
+  const T *operator->() const { return &*value; }
+};
+
+/// "sgd", "adam" or "adadelta" (`--optimizer`).
+Parsed<Optimizer> parseOptimizer(std::string_view text);
+/// "uniform", "xavier" or "he" (`--init`).
+Parsed<InitKind> parseInit(std::string_view text);
+/// "constant", "step[:EPOCHS[:GAMMA]]" (EPOCHS a positive integer, default 30;
+/// GAMMA in (0, 1], default 0.1) or "cosine[:MIN_LR]" (MIN_LR >= 0, default 0).
+Parsed<Schedule> parseSchedule(std::string_view text);
+/// "none", "minmax", "global-minmax", "gaussian" or "scale:S" (`--normalize`).
+Parsed<Normalize> parseNormalize(std::string_view text);
+
+/// The spellings the parse functions read back.
+std::string_view optimizerName(Optimizer optimizer);
+std::string_view initName(InitKind init);
+/// The shortest spelling: arguments equal to their defaults are left out
+/// ("step:10", "cosine").
+std::string scheduleText(const Schedule &schedule);
+std::string normalizeText(const Normalize &normalize);
+
+/// The default `--bucket-mb`: the MiB of gradients a data-parallel run
+/// all-reduces at once (docs/performance.md, "Gradient buckets").
+inline constexpr double kDefaultBucketMb = 16;
+/// The largest `--bucket-mb` (1 TiB).
+inline constexpr double kMaxBucketMb = 1 << 20;
+
 /// Everything `netc train` can set. Defaults follow Azure ML Studio where it
 /// had one (NETSHARP §10): learning rate 0.1, 100 epochs, diameter 0.1,
 /// momentum 0, min-max normalisation, shuffling, online SGD (batch 1).
+/// trainNetwork checks every value before it reads anything; the messages
+/// name the `netc train` flag.
 struct TrainSettings {
   std::string dataDir;
   int64_t epochs = 100;
   int64_t batch = 1;
-  std::string optimizer = "sgd";     ///< sgd, adam, adadelta
+  /// Micro-batches of `batch` samples per optimizer step (`--accumulate`):
+  /// equal to one batch of accumulate × batch samples.
+  int64_t accumulate = 1;
+  Optimizer optimizer = Optimizer::Sgd;
   std::optional<float> learningRate; ///< default: 0.1 (sgd), 0.001 (adam), 1 (adadelta)
   float momentum = 0;
   bool nesterov = false;
   float weightDecay = 0;
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f; ///< Adam
   float decay = 0.95f, conditioning = 1e-6f;           ///< AdaDelta
-  std::string schedule = "constant";                   ///< constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]
-  std::string init = "uniform";                        ///< uniform (D15), xavier, he
+  Schedule schedule;
+  InitKind init = InitKind::Uniform;
   float initDiameter = 0.1f;
   std::optional<uint64_t> seed; ///< none: drawn from the clock (reported back)
   int threads = 0;              ///< 0: all cores; at most kMaxThreads
-  /// minmax, global-minmax, gaussian, scale:S (x / S) or none. Unset: minmax,
-  /// or with `resume` / `initFrom` the normalizer recorded in the checkpoint.
-  std::optional<std::string> normalize;
+  /// Unset: minmax, or with `resume` / `initFrom` the normalizer recorded in
+  /// the checkpoint.
+  std::optional<Normalize> normalize;
   bool shuffle = true;
   /// Held out of training, evaluated each epoch when no test set; unset: 0,
   /// or a resumed run's own fraction (kept in its checkpoint).
@@ -66,9 +132,19 @@ struct TrainSettings {
   Task task = Task::Unspecified; ///< default: from the labels
   int64_t hiddenNodes = 100;
   std::string backend = "cpu";
+  /// The backend's variant: for "cpu" the fast kernels' instruction set
+  /// ("avx512", "avx2", "baseline"); empty: the best the machine supports.
+  /// `netc` fills it from --cpu-isa or $NETC_CPU_ISA.
+  std::string cpuIsa;
   /// Most bytes the planned memory (parameters, index tables, optimizer
   /// state, activations at the batch) may take; 0: the machine's memory.
   uint64_t maxMemory = 0;
+  /// Read the loss and accuracy sums from the backend (and report progress
+  /// and check for a diverged run) every this many steps; 0: the backend's
+  /// choice (1 on the CPU).
+  int64_t logEvery = 0;
+  /// The MiB of gradients a data-parallel run all-reduces at once.
+  double bucketMb = kDefaultBucketMb;
 };
 
 struct TrainProgress {
@@ -145,6 +221,7 @@ struct ModelOptions {
   int threads = 0;
   int64_t batch = 128; ///< samples per forward pass
   std::string backend = "cpu";
+  std::string cpuIsa;     ///< as TrainSettings::cpuIsa
   uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
 };
 
@@ -189,6 +266,7 @@ struct BenchSettings {
   int64_t warmup = 3, iterations = 20, repeats = 5;
   std::optional<int64_t> inputSize;
   std::string backend = "cpu";
+  std::string cpuIsa;     ///< as TrainSettings::cpuIsa
   bool profile = false;   ///< also time each op of the training plan (BenchResult::profile)
   uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
 };

@@ -1,12 +1,16 @@
 // Backend.h -- the small interface every execution backend implements
-// (DESIGN.md §6): take a Plan and allocate its buffers, copy values in and
-// out, run a range of its ops on a batch, synchronise. Backends register
+// (DESIGN.md §6): take a Plan and allocate its buffers and arenas, copy
+// values in and out, run a range of its ops on a batch, fence and
+// synchronise. A training step is one run: everything it needs per step
+// (learning rate, loss scale, ...) is in the plan's step scalars buffer,
+// written before it, and the loss and accuracy sums stay on the backend
+// until read. Inputs are double-buffered: the host fills one input slot
+// (asynchronously) while a run reads the other. Backends register
 // themselves by name (BackendRegistry); nothing above this interface knows
 // which one runs, and no op contains a backend switch.
 #pragma once
 
 #include "codegen/Plan.h"
-#include "runtime/optim/Optimizer.h"
 #include "support/Status.h"
 
 #include <cstdint>
@@ -19,35 +23,50 @@
 
 namespace netc::runtime {
 
-/// What the update ops of one step use.
-struct UpdateSettings {
-  optim::OptimizerKind optimizer = optim::OptimizerKind::Sgd;
-  optim::Hyperparameters hyper;
-  float learningRate = 0.1f; // the scheduled rate for this step
-  int64_t step = 1;          // 1-based update count
+/// How to create a backend; every field means the same to every backend.
+struct BackendOptions {
+  int threads = 0; // host threads; 0: the backend's default (all cores)
+  int device = 0;  // which device (backends with several)
+  /// A backend-specific variant: for "cpu" the fast kernels' instruction
+  /// set ("avx512", "avx2", "baseline"; empty: the best this processor
+  /// supports). Read at the edge (the CLI's NETC_CPU_ISA), never here.
+  std::string variant;
 };
 
-struct BackendOptions {
-  int threads = 0;        // 0: the backend's default (all cores)
-  bool reference = false; // the naive reference kernels (tests, debugging)
-  /// CPU: the fast kernels' instruction set ("avx512", "avx2", "baseline");
-  /// empty: $NETC_CPU_ISA if set, else the best this processor supports.
-  std::string instructionSet;
+/// What a backend says about itself (the run header, the defaults it picks).
+struct BackendInfo {
+  std::string name;            // "cpu", "cpu-reference", ...
+  int threads = 1;             // host threads it runs
+  std::string device;          // "AMD EPYC (avx2)", "NVIDIA H100", ...
+  int64_t defaultLogEvery = 1; // steps between reads of the loss sums (--log-every)
 };
 
 class Backend {
 public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  /// Valid after load.
+  virtual BackendInfo describe() const = 0;
   /// Allocates every buffer of `plan` for batches of up to `maxBatch` samples
-  /// and uploads its index tables; an error says how much memory was needed.
+  /// (its inputs `plan.inputSlots` times, its workspace as large as this
+  /// backend's kernels need) and uploads its index tables; an error says how
+  /// much memory was needed. Nothing is allocated after load.
   virtual Status load(const plan::Plan &plan, int64_t maxBatch) = 0;
-  /// Copies float values into buffer `buffer` starting at element `offset`.
+  /// Copies float values into buffer `buffer` starting at element `offset`
+  /// (an input buffer: its slot 0), complete on return.
   virtual void write(int buffer, std::span<const float> values, int64_t offset = 0) = 0;
-  /// Copies float values out of buffer `buffer` starting at element `offset`.
+  /// Copies float values out of buffer `buffer` starting at element `offset`
+  /// after the ops issued so far.
   virtual void read(int buffer, std::span<float> values, int64_t offset = 0) const = 0;
-  /// Runs ops [first, last) of the loaded plan on a batch of `batch` samples.
-  virtual void run(size_t first, size_t last, int64_t batch, const UpdateSettings &update) = 0;
+  /// Starts copying a batch into input buffer `buffer` (features or labels)
+  /// of input slot `slot`, ordered after every run issued before it (which
+  /// may still read that slot); `values` must stay valid until fence() returns.
+  virtual void writeInput(int slot, int buffer, std::span<const float> values) = 0;
+  /// Waits until every writeInput issued so far is complete.
+  virtual void fence() = 0;
+  /// Runs ops [first, last) of the loaded plan on a batch of `batch` samples
+  /// read from input slot `inputSlot`.
+  virtual void run(size_t first, size_t last, int64_t batch, int inputSlot = 0) = 0;
   /// Waits for everything issued so far.
   virtual void synchronize() = 0;
 };

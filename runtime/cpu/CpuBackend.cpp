@@ -1,10 +1,13 @@
 // CpuBackend.cpp -- the CPU implementation of the Backend interface: host
 // allocation with a size check (a plan too large for memory is an error that
-// says how much it needs), copies, and op dispatch through the fast or
-// reference kernel table. The fast table keeps batch-scaled buffers
-// feature-major (Kernels.h), so write and read transpose to and from the
-// interface's sample-major order. Threads: OpenMP for the loops, OpenBLAS
-// for GEMM.
+// says how much it needs) -- the activation arena, the input arena times its
+// slots, each own buffer, views into the flat arenas, and one workspace as
+// large as the largest kernel needs, so nothing allocates in run -- copies,
+// and op dispatch through the fast or reference kernel table. The fast table
+// keeps batch-scaled buffers feature-major (Kernels.h), so write and read
+// transpose to and from the interface's sample-major order. Input writes are
+// complete on return (fence has nothing to wait for). Threads: OpenMP for
+// the loops, OpenBLAS for GEMM.
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -14,7 +17,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -111,27 +113,49 @@ int threadCount() {
   return gThreads > 0 ? gThreads : omp_get_max_threads();
 }
 
+size_t workspaceBytes(const plan::Op &op, bool fast, int threads) {
+  switch (op.kind) {
+  case plan::OpKind::Convolution: // fast: each thread's cell rows
+    return fast ? size_t(threads) * size_t(op.get<plan::ConvAttrs>().window) * sizeof(void *) : 0;
+  case plan::OpKind::ConvolutionGradInput: // fast: cell rows; reference: a double per input
+    return fast ? size_t(threads) * size_t(op.get<plan::ConvAttrs>().window) * sizeof(void *)
+                : size_t(op.get<plan::ConvAttrs>().inputs) * sizeof(double);
+  case plan::OpKind::ConvolutionGradWeights: // reference: a double per window cell
+    return fast ? 0 : size_t(op.get<plan::ConvAttrs>().window) * sizeof(double);
+  case plan::OpKind::SparseGradInput: // reference: a double per input
+    return fast ? 0 : size_t(op.get<plan::SparseAttrs>().inputs) * sizeof(double);
+  default: return 0;
+  }
+}
+
 } // namespace cpu
 
 namespace {
 
 class CpuBackend final : public Backend {
 public:
-  explicit CpuBackend(const BackendOptions &options) : options_(options) {}
+  CpuBackend(const BackendOptions &options, bool reference) : options_(options), reference_(reference) {}
 
-  std::string_view name() const override { return options_.reference ? "cpu-reference" : "cpu"; }
+  std::string_view name() const override { return reference_ ? "cpu-reference" : "cpu"; }
+
+  BackendInfo describe() const override {
+    BackendInfo info;
+    info.name = std::string(name());
+    info.threads = threads();
+    info.device =
+        reference_ ? "host (reference kernels)" : fmt::format("host ({})", kernels_ ? kernels_->name : "");
+    info.defaultLogEvery = 1; // reading the sums costs nothing here
+    return info;
+  }
 
   Status load(const plan::Plan &plan, int64_t maxBatch) override {
     if (maxBatch <= 0)
       return fail(fmt::format("batch size must be positive, got {}", maxBatch));
-    std::string instructionSet = options_.instructionSet;
-    if (const char *env = std::getenv("NETC_CPU_ISA"); instructionSet.empty() && env)
-      instructionSet = env;
-    kernels_ = options_.reference ? cpu::referenceTable() : cpu::fastTable(instructionSet);
+    kernels_ = reference_ ? cpu::referenceTable() : cpu::fastTable(options_.variant);
     if (!kernels_)
       return fail(fmt::format("the CPU instruction set '{}' is unknown or not supported by this processor "
                               "(NETC_CPU_ISA); it supports: {}",
-                              instructionSet, fmt::join(cpu::instructionSets(), ", ")));
+                              options_.variant, fmt::join(cpu::instructionSets(), ", ")));
     cpu::setThreadCount(options_.threads);
     plan_ = &plan;
     maxBatch_ = maxBatch;
@@ -140,33 +164,47 @@ public:
     // Feature-major rows of `lanes_` columns, padded to whole lane chunks.
     const int64_t padded =
         maxBatch > limit ? maxBatch : (maxBatch + cpu::kLaneChunk - 1) / cpu::kLaneChunk * cpu::kLaneChunk;
-    lanes_ = options_.reference ? 0 : padded;
-    const int64_t columns = lanes_ ? lanes_ : maxBatch;
-    if (plan.memory.arenaPerSample > limit / columns)
+    lanes_ = reference_ ? 0 : padded;
+    columns_ = lanes_ ? lanes_ : maxBatch;
+    const int64_t perSample = plan.memory.arenaPerSample + plan.inputSlots * plan.memory.inputsPerSample;
+    if (perSample > limit / columns_)
       return fail(fmt::format("the plan needs {} values per sample; with batch {} that exceeds what can be "
                               "allocated",
-                              plan.memory.arenaPerSample, maxBatch));
-    const int64_t arenaElements = plan.memory.arenaPerSample * columns;
+                              perSample, maxBatch));
+    size_t workspace = 0;
+    for (const plan::Op &op : plan.ops)
+      workspace = std::max(workspace, cpu::workspaceBytes(op, !reference_, threads()));
     try {
-      // Over-allocated by a chunk so the arena can start on a 64-byte boundary.
-      arenaStorage_.assign(static_cast<size_t>(arenaElements + cpu::kLaneChunk), 0.0f);
+      // Over-allocated by a chunk so the arena can start on a 64-byte
+      // boundary; every offset in it is a multiple of 256 bytes.
+      arenaStorage_.assign(static_cast<size_t>(perSample * columns_ + cpu::kLaneChunk), 0.0f);
       float *arena = arenaStorage_.data();
       while (reinterpret_cast<uintptr_t>(arena) % 64 != 0)
         ++arena;
+      inputs_ = arena + plan.memory.arenaPerSample * columns_;
+      workspace_.assign((workspace + sizeof(double) - 1) / sizeof(double), 0.0);
       fixed_.clear();
       fixed_.resize(plan.buffers.size());
       pointers_.assign(plan.buffers.size(), nullptr);
       for (size_t b = 0; b < plan.buffers.size(); ++b) {
         const plan::Buffer &buffer = plan.buffers[b];
         if (buffer.batchScaled()) {
-          pointers_[b] = arena + buffer.arenaOffset * columns;
+          pointers_[b] = (buffer.isInput() ? inputs_ : arena) + buffer.arenaOffset * columns_;
           continue;
         }
+        if (buffer.viewOf >= 0 || buffer.role == plan::BufferRole::Workspace)
+          continue;
         fixed_[b].assign(static_cast<size_t>(std::max<int64_t>(buffer.fixed, 1)), 0.0f);
         if (buffer.type == plan::ElementType::I32)
           std::memcpy(fixed_[b].data(), buffer.table.data(), buffer.table.size() * sizeof(int32_t));
         pointers_[b] = fixed_[b].data();
       }
+      for (size_t b = 0; b < plan.buffers.size(); ++b)
+        if (const plan::Buffer &buffer = plan.buffers[b]; buffer.viewOf >= 0)
+          pointers_[b] =
+              static_cast<float *>(pointers_[static_cast<size_t>(buffer.viewOf)]) + buffer.viewOffset;
+      if (plan.workspace >= 0)
+        pointers_[static_cast<size_t>(plan.workspace)] = workspace_.data();
     } catch (const std::bad_alloc &) {
       return fail(fmt::format("out of memory: the plan needs {:.1f} MiB for batch {}",
                               double(plan.bytesPerBatch(maxBatch)) / (1 << 20), maxBatch));
@@ -174,8 +212,55 @@ public:
     return Status::success();
   }
 
+  void writeInput(int slot, int buffer, std::span<const float> values) override {
+    writeAt(inputPointer(slot, buffer), buffer, values, 0);
+  }
+
+  void fence() override {}
+
   void write(int buffer, std::span<const float> values, int64_t offset) override {
-    float *base = static_cast<float *>(pointers_[static_cast<size_t>(buffer)]);
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    writeAt(b.isInput() ? inputPointer(0, buffer)
+                        : static_cast<float *>(pointers_[static_cast<size_t>(buffer)]),
+            buffer, values, offset);
+  }
+
+  void read(int buffer, std::span<float> values, int64_t offset) const override {
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    readAt(b.isInput() ? inputPointer(0, buffer)
+                       : static_cast<const float *>(pointers_[static_cast<size_t>(buffer)]),
+           buffer, values, offset);
+  }
+
+  void run(size_t first, size_t last, int64_t batch, int inputSlot) override {
+    // The OpenMP and OpenBLAS thread counts are process-wide: apply this
+    // backend's own before running (another backend may have changed them
+    // since load, e.g. a reference and a fast backend side by side).
+    if (cpu::threadCount() != threads())
+      cpu::setThreadCount(threads());
+    for (int input : {plan_->features, plan_->labels})
+      if (input >= 0)
+        pointers_[static_cast<size_t>(input)] = inputPointer(inputSlot, input);
+    void *const *buffers = pointers_.data();
+    for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
+      const plan::Op &op = plan_->ops[i];
+      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data()};
+      kernels_->kernels[static_cast<int>(op.kind)](call);
+    }
+  }
+
+  void synchronize() override {}
+
+private:
+  int threads() const { return options_.threads > 0 ? options_.threads : omp_get_num_procs(); }
+
+  /// Where input buffer `buffer` of slot `slot` starts.
+  float *inputPointer(int slot, int buffer) const {
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    return inputs_ + (slot * plan_->memory.inputsPerSample + b.arenaOffset) * columns_;
+  }
+
+  void writeAt(float *base, int buffer, std::span<const float> values, int64_t offset) {
     const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
     if (!lanes_ || !b.batchScaled()) {
       std::memcpy(base + offset, values.data(), values.size_bytes());
@@ -189,8 +274,7 @@ public:
       base[at(b, offset + j)] = values[static_cast<size_t>(j)];
   }
 
-  void read(int buffer, std::span<float> values, int64_t offset) const override {
-    const float *base = static_cast<const float *>(pointers_[static_cast<size_t>(buffer)]);
+  void readAt(const float *base, int buffer, std::span<float> values, int64_t offset) const {
     const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
     if (!lanes_ || !b.batchScaled()) {
       std::memcpy(values.data(), base + offset, values.size_bytes());
@@ -205,23 +289,6 @@ public:
       values[static_cast<size_t>(j)] = base[at(b, offset + j)];
   }
 
-  void run(size_t first, size_t last, int64_t batch, const UpdateSettings &update) override {
-    // The OpenMP and OpenBLAS thread counts are process-wide: apply this
-    // backend's own before running (another backend may have changed them
-    // since load, e.g. a reference and a fast backend side by side).
-    const int threads = options_.threads > 0 ? options_.threads : omp_get_num_procs();
-    if (cpu::threadCount() != threads)
-      cpu::setThreadCount(threads);
-    for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
-      const plan::Op &op = plan_->ops[i];
-      cpu::KernelCall call{op, batch, pointers_.data(), &update, lanes_};
-      kernels_->kernels[static_cast<int>(op.kind)](call);
-    }
-  }
-
-  void synchronize() override {}
-
-private:
   /// Elements [offset, offset + count) of the interface's sample-major order:
   /// `head` elements finishing a partial sample, then `samples` whole samples
   /// from sample `first`, then the elements from index `tail` on.
@@ -240,28 +307,28 @@ private:
   }
 
   BackendOptions options_;
+  bool reference_;
   const plan::Plan *plan_ = nullptr;
   int64_t maxBatch_ = 0;
   const cpu::KernelTable *kernels_ = nullptr;
-  int64_t lanes_ = 0; // feature-major row length (fast kernels); 0: sample-major (reference)
-  std::vector<float> arenaStorage_;
+  int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
+  int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)
+  std::vector<float> arenaStorage_; // the activation arena, then the input arena's slots
+  float *inputs_ = nullptr;
+  std::vector<double> workspace_;
   std::vector<std::vector<float>> fixed_; // float-sized cells; tables hold int32 bit patterns
   std::vector<void *> pointers_;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> makeCpuBackend(const BackendOptions &options) {
-  return std::make_unique<CpuBackend>(options);
+std::unique_ptr<Backend> makeCpuBackend(const BackendOptions &options, bool reference) {
+  return std::make_unique<CpuBackend>(options, reference);
 }
 
 void registerCpuBackend() {
-  registerBackend("cpu", [](const BackendOptions &o) { return makeCpuBackend(o); });
-  registerBackend("cpu-reference", [](const BackendOptions &o) {
-    BackendOptions reference = o;
-    reference.reference = true;
-    return makeCpuBackend(reference);
-  });
+  registerBackend("cpu", [](const BackendOptions &o) { return makeCpuBackend(o, false); });
+  registerBackend("cpu-reference", [](const BackendOptions &o) { return makeCpuBackend(o, true); });
 }
 
 } // namespace netc::runtime

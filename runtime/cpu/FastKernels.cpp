@@ -8,6 +8,7 @@
 // not depend on the thread count (OpenBLAS's own blocking may).
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LaneVector.h"
+#include "runtime/optim/Optimizer.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -18,7 +19,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 namespace netc::runtime::cpu::NETC_FAST_NAMESPACE {
 
@@ -53,29 +53,29 @@ Tile tileOf(int64_t index, int64_t count, int64_t limit) {
 
 /// Convolution outputs at one (group, position), chunk by chunk: maps
 /// [m0, m0 + Maps) of y = bias + Σ_k W[k] · x[cell k], where rows[k] is the
-/// row of cell k (null for a dummy cell), kernel[j] map m0 + j's weight row
-/// (bias first) and out[j] its output row.
+/// row of cell k (null for a dummy cell), kernel[j] map m0 + j's weight row,
+/// bias[j] its bias and out[j] its output row.
 template <int Maps>
-void convolveTile(const float *const *rows, int64_t window, const float *const *kernel, float *const *out,
-                  int64_t chunks, bool accumulate) {
+void convolveTile(const float *const *rows, int64_t window, const float *const *kernel, const float *bias,
+                  float *const *out, int64_t chunks, bool accumulate) {
   for (int64_t b0 = 0; b0 < chunks * kLaneChunk; b0 += kLaneChunk) {
     LaneVector acc[Maps];
     for (int j = 0; j < Maps; ++j)
-      acc[j] = splat(kernel[j][0]);
+      acc[j] = splat(bias[j]);
     for (int64_t k = 0; k < window; ++k) {
       if (!rows[k])
         continue;
       const LaneVector v = loadLanes(rows[k] + b0);
       for (int j = 0; j < Maps; ++j)
-        acc[j] += kernel[j][1 + k] * v;
+        acc[j] += kernel[j][k] * v;
     }
     for (int j = 0; j < Maps; ++j)
       storeLanes(out[j] + b0, accumulate ? loadLanes(out[j] + b0) + acc[j] : acc[j]);
   }
 }
 
-using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, float *const *, int64_t,
-                              bool);
+using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, const float *,
+                              float *const *, int64_t, bool);
 template <int... Maps> constexpr ConvolveTile kConvolveTiles[] = {nullptr, &convolveTile<Maps>...};
 constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>;
 
@@ -92,9 +92,9 @@ void convolveBackTile(float *const *rows, int64_t window, const float *const *ke
     for (int64_t k = 0; k < window; ++k) {
       if (!rows[k])
         continue;
-      LaneVector sum = kernel[0][1 + k] * g[0];
+      LaneVector sum = kernel[0][k] * g[0];
       for (int j = 1; j < Maps; ++j)
-        sum += kernel[j][1 + k] * g[j];
+        sum += kernel[j][k] * g[j];
       storeLanes(rows[k] + b0, loadLanes(rows[k] + b0) + sum);
     }
   }
@@ -118,8 +118,9 @@ struct ConvTables {
   int32_t output(int64_t m, int64_t u, int64_t p) const {
     return scatter[(m * a.groups + u) * a.positions + p];
   }
-  /// Map m's weight row for group u (bias first, D4).
-  int64_t kernelRow(int64_t m, int64_t u) const { return (m * a.groups + u) * (1 + a.window); }
+  /// Kernel (m, u): its weight row is kernel·window, its bias element kernel.
+  int64_t kernelOf(int64_t m, int64_t u) const { return m * a.groups + u; }
+  int64_t kernelRow(int64_t m, int64_t u) const { return kernelOf(m, u) * a.window; }
   /// rows[k] = the row of cell (u, p, k) in `values`, null for a dummy cell.
   template <class T> void cellRows(int64_t u, int64_t p, T *values, T **rows) const {
     for (int64_t k = 0; k < a.window; ++k) {
@@ -127,9 +128,10 @@ struct ConvTables {
       rows[k] = node >= 0 ? values + node * lanes : nullptr;
     }
   }
-  /// Calls run(size, kernel, rows) for each balanced tile of maps at (u, p):
-  /// kernel[j] is the weight row of the tile's map j in `weights`, rows[j]
-  /// its output row in `values` (the outputs, or their gradients).
+  /// Calls run(size, kernel, rows, first) for each balanced tile of maps
+  /// [first, first + size) at (u, p): kernel[j] is the weight row of the
+  /// tile's map j in `weights`, rows[j] its output row in `values` (the
+  /// outputs, or their gradients).
   template <class T, class Run>
   void forEachMapTile(const float *weights, int64_t u, int64_t p, T *values, Run run) const {
     const float *kernel[kMapTile];
@@ -140,7 +142,7 @@ struct ConvTables {
         kernel[j] = weights + kernelRow(tile.first + j, u);
         rows[j] = values + output(tile.first + j, u, p) * lanes;
       }
-      run(tile.size, kernel, rows);
+      run(tile.size, kernel, rows, tile.first);
     }
   }
 };
@@ -184,7 +186,7 @@ struct WeightGradTile {
         accumulate<Maps, Cells, true>(g, v, full * kLaneChunk, tail, acc);
     }
     for (int j = 0; j < Maps; ++j) {
-      float *row = dw + t.kernelRow(m0 + j, u) + 1 + k0;
+      float *row = dw + t.kernelRow(m0 + j, u) + k0;
       for (int k = 0; k < Cells; ++k)
         row[k] = accumulateInto ? row[k] + sumLanes(acc[j][k]) : sumLanes(acc[j][k]);
     }
@@ -335,26 +337,31 @@ void SparseGradInput(const KernelCall &c) {
 void Convolution(const KernelCall &c) {
   const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
   const plan::ConvAttrs &a = t.a;
-  const float *x = c.in(0), *w = c.in(1);
+  const float *x = c.in(0), *w = c.in(1), *biases = c.in(4);
   float *y = c.out();
   const int64_t chunks = chunksOf(c);
 #pragma omp parallel
   {
-    std::unique_ptr<const float *[]> rows(new const float *[static_cast<size_t>(a.window)]);
+    // This thread's cell rows, in the workspace (workspaceBytes).
+    const float **rows = static_cast<const float **>(c.workspace) + omp_get_thread_num() * a.window;
 #pragma omp for schedule(static) collapse(2)
     for (int64_t u = 0; u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
-        t.cellRows(u, p, x, rows.get());
-        t.forEachMapTile(w, u, p, y, [&](int64_t maps, const float *const *kernel, float *const *out) {
-          convolveTiles[maps](rows.get(), a.window, kernel, out, chunks, c.op.accumulate);
-        });
+        t.cellRows(u, p, x, rows);
+        t.forEachMapTile(w, u, p, y,
+                         [&](int64_t maps, const float *const *kernel, float *const *out, int64_t first) {
+                           float bias[kMapTile];
+                           for (int64_t j = 0; j < maps; ++j)
+                             bias[j] = biases[t.kernelOf(first + j, u)];
+                           convolveTiles[maps](rows, a.window, kernel, bias, out, chunks, c.op.accumulate);
+                         });
       }
   }
 }
 
 // dW(m, u)[k] = Σ_p Σ_b dy(m, u, p) · x[cell(u, p, k)]: tiles of maps ×
 // window cells accumulate in registers (weightGradTile), threads take whole
-// tiles; the kernel biases Σ_p Σ_b dy(m, u, p) come in a pass of their own.
+// tiles.
 void ConvolutionGradWeights(const KernelCall &c) {
   const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
   const plan::ConvAttrs &a = t.a;
@@ -369,6 +376,14 @@ void ConvolutionGradWeights(const KernelCall &c) {
         const Tile maps = tileOf(mt, a.maps, kGradMapTile), cells = tileOf(ct, a.window, kCellTile);
         weightGradTiles[maps.size][cells.size](t, rows, u, maps.first, cells.first, dw, c.op.accumulate);
       }
+}
+
+// The kernel biases' gradients: dBias(m, u) = Σ_p Σ_b dy(m, u, p).
+void ConvolutionGradBias(const KernelCall &c) {
+  const ConvTables t{c.op.get<plan::ConvAttrs>(), nullptr, c.inTable(1), c.lanes};
+  const plan::ConvAttrs &a = t.a;
+  const float *dy = c.in(0);
+  float *dbias = c.out();
   const int64_t chunks = chunksOf(c);
 #pragma omp parallel for schedule(static) collapse(2)
   for (int64_t m = 0; m < a.maps; ++m)
@@ -379,7 +394,7 @@ void ConvolutionGradWeights(const KernelCall &c) {
         for (int64_t chunk = 0; chunk < chunks; ++chunk)
           sum += masked(loadLanes(g + chunk * kLaneChunk), chunkMask(c, chunk));
       }
-      float &bias = dw[t.kernelRow(m, u)];
+      float &bias = dbias[t.kernelOf(m, u)];
       bias = c.op.accumulate ? bias + sumLanes(sum) : sumLanes(sum);
     }
 }
@@ -404,13 +419,14 @@ void ConvolutionGradInput(const KernelCall &c) {
       for (int64_t i = 0; i < a.inputs; ++i)
         std::memset(dx + i * c.lanes + b0, 0,
                     static_cast<size_t>(std::max<int64_t>(b1 - b0, 0)) * sizeof(float));
-    std::unique_ptr<float *[]> rows(new float *[static_cast<size_t>(a.window)]);
+    float **rows = static_cast<float **>(c.workspace) + thread * a.window; // workspaceBytes
     for (int64_t u = 0; b0 < b1 && u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
-        t.cellRows(u, p, dx, rows.get());
-        t.forEachMapTile(w, u, p, dy, [&](int64_t maps, const float *const *kernel, const float *const *g) {
-          convolveBackTiles[maps](rows.get(), a.window, kernel, g, b0, b1);
-        });
+        t.cellRows(u, p, dx, rows);
+        t.forEachMapTile(w, u, p, dy,
+                         [&](int64_t maps, const float *const *kernel, const float *const *g, int64_t) {
+                           convolveBackTiles[maps](rows, a.window, kernel, g, b0, b1);
+                         });
       }
   }
 }
@@ -442,12 +458,19 @@ void BiasGrad(const KernelCall &c) {
   }
 }
 
+void ZeroGradients(const KernelCall &c) {
+  std::memset(c.out(), 0, static_cast<size_t>(c.op.get<plan::UpdateAttrs>().count) * sizeof(float));
+}
+
+// The fused update over the trained range of the flat arenas, unless a loss
+// of this logging interval was not finite (the trainer then reports where).
 void Update(const KernelCall &c) {
   const auto &a = c.op.get<plan::UpdateAttrs>();
-  float *state[optim::kMaxStateSlots];
+  if (c.in(2)[static_cast<int>(plan::Metric::FirstBadStep)] != 0)
+    return;
+  float *state[plan::kMaxStateSlots];
   c.optimizerState(state);
-  const UpdateSettings &u = *c.update;
-  optim::update(u.optimizer, c.out(0), c.in(0), state, a.count, u.hyper, u.step, u.learningRate);
+  optim::update(a.rule, c.out(0), c.in(0), state, a.count, c.in(1));
 }
 
 } // namespace netc::runtime::cpu::NETC_FAST_NAMESPACE

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "codegen/Plan.h"
-#include "runtime/core/Backend.h"
 
 #include <cstdint>
 #include <string_view>
@@ -15,7 +14,8 @@
 namespace netc::runtime::cpu {
 
 /// One op to run: its description, the batch size, the buffers' memory
-/// (indexed by buffer id) and their layout.
+/// (indexed by buffer id) and their layout, and the backend's workspace
+/// (sized at load by workspaceBytes: kernels never allocate).
 ///
 /// Layout of the batch-scaled buffers: the fast table keeps them feature-major
 /// (`lanes` > 0: sample b's feature i at i·lanes + b, where lanes is the loaded
@@ -27,8 +27,8 @@ struct KernelCall {
   const plan::Op &op;
   int64_t batch = 0;
   void *const *buffers = nullptr;
-  const UpdateSettings *update = nullptr;
   int64_t lanes = 0;
+  void *workspace = nullptr;
 
   /// Where sample b's feature i lies in a batch-scaled buffer of n features per sample.
   [[gnu::always_inline]] int64_t at(int64_t b, int64_t i, int64_t n) const {
@@ -43,10 +43,12 @@ struct KernelCall {
   [[gnu::always_inline]] const int32_t *inTable(size_t i) const { return table(op.in[i]); }
   [[gnu::always_inline]] float *out(size_t i = 0) const { return f(op.out[i]); }
   /// An update op's optimizer state arrays (out[1..]), null where absent.
-  void optimizerState(float *(&state)[optim::kMaxStateSlots]) const {
-    for (size_t s = 0; s < optim::kMaxStateSlots; ++s)
+  void optimizerState(float *(&state)[plan::kMaxStateSlots]) const {
+    for (size_t s = 0; s < plan::kMaxStateSlots; ++s)
       state[s] = s + 1 < op.out.size() ? out(s + 1) : nullptr;
   }
+  /// Step scalar `which` (codegen/UpdateRule.h) of an op that reads them.
+  float scalar(size_t input, plan::StepScalar which) const { return in(input)[static_cast<int>(which)]; }
 };
 
 using Kernel = void (*)(const KernelCall &);
@@ -108,6 +110,10 @@ struct KernelTable {
 /// when it is unknown or this processor lacks it.
 const KernelTable *fastTable(std::string_view instructionSet);
 const KernelTable *referenceTable();
+
+/// The workspace bytes op `op` needs from the fast (`lanes` > 0) or the
+/// reference table on `threads` threads.
+size_t workspaceBytes(const plan::Op &op, bool fast, int threads);
 
 /// The number of threads the fast loops use (OpenMP) and OpenBLAS uses.
 void setThreadCount(int threads);

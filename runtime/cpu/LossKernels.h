@@ -1,7 +1,10 @@
 // LossKernels.h -- the three losses of NETSHARP §13 D16 as templates over the
 // arithmetic type, shared by the fast (float) and reference (double) kernel
 // tables so both report the same metrics. Each writes the gradient of the
-// mean loss over the batch and the batch's [loss sum, correct count].
+// loss sum times the step's loss scale (1 / the samples of the optimizer
+// step: the mean over a batch, or over all micro-batches of an accumulated
+// step) and adds the batch's loss sum and correct count to the metrics,
+// recording the step of the first non-finite loss.
 // Labels are class indices (one-hot targets) or, for one output node, the
 // target value itself; a class label outside [0, nodes) contributes no
 // target (the trainer rejects such data before it gets here).
@@ -9,7 +12,10 @@
 
 #include "runtime/cpu/Kernels.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace netc::runtime::cpu {
 // Internal linkage: each kernel table's translation unit compiles its own copy
@@ -48,7 +54,7 @@ template <class T> void lossKernel(const KernelCall &c, int kind) {
   const int64_t n = c.op.get<plan::LossAttrs>().nodes, batch = c.batch;
   const float *y = c.in(0), *labels = c.in(1);
   float *grad = c.out(0), *metrics = c.out(1);
-  const T scale = T(1) / T(batch);
+  const T scale = T(1) / T(c.scalar(2, plan::StepScalar::StepSamples));
   const T tiny = T(1e-30);
   T lossSum = 0, correct = 0;
   for (int64_t b = 0; b < batch; ++b) {
@@ -75,8 +81,15 @@ template <class T> void lossKernel(const KernelCall &c, int kind) {
     lossSum += loss;
     correct += isCorrect(value, n, labels[b]) ? 1 : 0;
   }
-  metrics[0] = static_cast<float>(lossSum);
-  metrics[1] = static_cast<float>(correct);
+  float &lossMetric = metrics[static_cast<int>(plan::Metric::LossSum)];
+  lossMetric = static_cast<float>(lossMetric + lossSum);
+  metrics[static_cast<int>(plan::Metric::Correct)] += static_cast<float>(correct);
+  float &firstBad = metrics[static_cast<int>(plan::Metric::FirstBadStep)];
+  // Not finite as stored (a loss beyond float's range counts), tested on the
+  // bits: the fast table's unit is built with -ffast-math, where isfinite folds to true.
+  const bool finite = (std::bit_cast<uint32_t>(lossMetric) & 0x7f800000u) != 0x7f800000u;
+  if (!finite && firstBad == 0)
+    firstBad = std::max(1.0f, c.scalar(2, plan::StepScalar::Step));
 }
 
 } // namespace

@@ -1,11 +1,14 @@
 // ReferenceKernels.cpp -- the naive reference implementation of every op
 // (DESIGN.md §6, §8): straightforward loops over the definitions, in double,
-// with no BLAS, no im2col and no threads. The numeric tests compare the fast
+// with no BLAS, no im2col and no threads; double sums that need an array use
+// the backend's workspace (workspaceBytes). The numeric tests compare the fast
 // kernels against these, and the finite-difference tests check the backward
 // ops of this table against its forward ops.
 #include "runtime/cpu/TemplateKernels.h"
 
-#include <vector>
+#include "runtime/optim/Optimizer.h"
+
+#include <algorithm>
 
 namespace netc::runtime::cpu::reference {
 
@@ -83,9 +86,9 @@ void SparseGradInput(const KernelCall &c) {
   // dx[s] = Σ over the edges e leaving s of w[e] · dy[destination of e].
   const auto &a = c.op.get<plan::SparseAttrs>();
   const int32_t *colStart = c.inTable(2), *row = c.inTable(3), *edge = c.inTable(4);
-  std::vector<double> sum(static_cast<size_t>(a.inputs));
+  double *sum = static_cast<double *>(c.workspace); // a.inputs
   for (int64_t b = 0; b < c.batch; ++b) {
-    std::fill(sum.begin(), sum.end(), 0.0);
+    std::fill(sum, sum + a.inputs, 0.0);
     for (int64_t s = 0; s < a.inputs; ++s)
       for (int32_t t = colStart[s]; t < colStart[s + 1]; ++t)
         sum[static_cast<size_t>(s)] += double(c.in(1)[edge[t]]) * c.in(0)[b * a.outputs + row[t]];
@@ -97,19 +100,18 @@ void SparseGradInput(const KernelCall &c) {
 // Convolution: output scatter[m·U+u][p] = bias(m,u) + Σ_k W(m,u)[k] · x[gather[u][p][k]].
 void Convolution(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
-  const float *w = c.in(1);
+  const float *w = c.in(1), *bias = c.in(4);
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  const int64_t row = 1 + a.window;
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t m = 0; m < a.maps; ++m)
       for (int64_t u = 0; u < a.groups; ++u)
         for (int64_t p = 0; p < a.positions; ++p) {
-          const float *kernel = w + (m * a.groups + u) * row;
-          double sum = kernel[0];
+          const float *kernel = w + (m * a.groups + u) * a.window;
+          double sum = bias[m * a.groups + u];
           for (int64_t k = 0; k < a.window; ++k) {
             int32_t s = gather[(u * a.positions + p) * a.window + k];
             if (s >= 0)
-              sum += double(kernel[1 + k]) * c.in(0)[b * a.inputs + s];
+              sum += double(kernel[k]) * c.in(0)[b * a.inputs + s];
           }
           store(c.out()[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]], sum, c.op.accumulate);
         }
@@ -118,22 +120,34 @@ void Convolution(const KernelCall &c) {
 void ConvolutionGradWeights(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  const int64_t row = 1 + a.window;
+  double *sum = static_cast<double *>(c.workspace); // a.window
   for (int64_t m = 0; m < a.maps; ++m)
     for (int64_t u = 0; u < a.groups; ++u) {
-      std::vector<double> sum(static_cast<size_t>(row), 0.0);
+      std::fill(sum, sum + a.window, 0.0);
       for (int64_t b = 0; b < c.batch; ++b)
         for (int64_t p = 0; p < a.positions; ++p) {
           const double g = c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
-          sum[0] += g;
           for (int64_t k = 0; k < a.window; ++k) {
             int32_t s = gather[(u * a.positions + p) * a.window + k];
             if (s >= 0)
-              sum[static_cast<size_t>(1 + k)] += g * c.in(1)[b * a.inputs + s];
+              sum[k] += g * c.in(1)[b * a.inputs + s];
           }
         }
-      for (int64_t k = 0; k < row; ++k)
-        store(c.out()[(m * a.groups + u) * row + k], sum[static_cast<size_t>(k)], c.op.accumulate);
+      for (int64_t k = 0; k < a.window; ++k)
+        store(c.out()[(m * a.groups + u) * a.window + k], sum[k], c.op.accumulate);
+    }
+}
+
+void ConvolutionGradBias(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConvAttrs>();
+  const int32_t *scatter = c.inTable(1);
+  for (int64_t m = 0; m < a.maps; ++m)
+    for (int64_t u = 0; u < a.groups; ++u) {
+      double sum = 0;
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t p = 0; p < a.positions; ++p)
+          sum += c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
+      store(c.out()[m * a.groups + u], sum, c.op.accumulate);
     }
 }
 
@@ -141,10 +155,9 @@ void ConvolutionGradInput(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const float *w = c.in(1);
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  const int64_t row = 1 + a.window;
-  std::vector<double> sum(static_cast<size_t>(a.inputs));
+  double *sum = static_cast<double *>(c.workspace); // a.inputs
   for (int64_t b = 0; b < c.batch; ++b) {
-    std::fill(sum.begin(), sum.end(), 0.0);
+    std::fill(sum, sum + a.inputs, 0.0);
     for (int64_t m = 0; m < a.maps; ++m)
       for (int64_t u = 0; u < a.groups; ++u)
         for (int64_t p = 0; p < a.positions; ++p) {
@@ -152,11 +165,11 @@ void ConvolutionGradInput(const KernelCall &c) {
           for (int64_t k = 0; k < a.window; ++k) {
             int32_t s = gather[(u * a.positions + p) * a.window + k];
             if (s >= 0)
-              sum[static_cast<size_t>(s)] += g * w[(m * a.groups + u) * row + 1 + k];
+              sum[s] += g * w[(m * a.groups + u) * a.window + k];
           }
         }
     for (int64_t s = 0; s < a.inputs; ++s)
-      store(c.out()[b * a.inputs + s], sum[static_cast<size_t>(s)], c.op.accumulate);
+      store(c.out()[b * a.inputs + s], sum[s], c.op.accumulate);
   }
 }
 
@@ -177,12 +190,17 @@ void BiasGrad(const KernelCall &c) {
   }
 }
 
+void ZeroGradients(const KernelCall &c) {
+  std::fill(c.out(), c.out() + c.op.get<plan::UpdateAttrs>().count, 0.0f);
+}
+
 void Update(const KernelCall &c) {
   const auto &a = c.op.get<plan::UpdateAttrs>();
-  float *state[optim::kMaxStateSlots];
+  if (c.in(2)[static_cast<int>(plan::Metric::FirstBadStep)] != 0)
+    return;
+  float *state[plan::kMaxStateSlots];
   c.optimizerState(state);
-  const UpdateSettings &u = *c.update;
-  optim::referenceUpdate(u.optimizer, c.out(0), c.in(0), state, a.count, u.hyper, u.step, u.learningRate);
+  optim::referenceUpdate(a.rule, c.out(0), c.in(0), state, a.count, c.in(1));
 }
 
 NETC_TEMPLATE_KERNELS(double)

@@ -1,11 +1,14 @@
-// Optimizer.cpp -- the optimizer update kernels (fast float loops and naive
-// double references), their name and state tables derived from Optimizers.def,
-// and hyperparameter validation. The fast loops hoist every option test out of
-// the loop so the loop bodies are branch-free and vectorise (the target is built
-// with -fno-math-errno so sqrt does too); the references follow the formulas in
-// Optimizer.h literally, one element at a time, in double.
+// Optimizer.cpp -- the optimizer update (fast float loops over the element
+// functions of UpdateMath.h, and naive double references), the step scalars,
+// the name and state tables derived from Optimizers.def, and hyperparameter
+// validation. The fast loops choose the element function once, outside the
+// loop, so the loop bodies are branch-free and vectorise (the target is
+// built with -fno-math-errno so sqrt does too); the references follow the
+// formulas in Optimizer.h literally, one element at a time, in double.
 #include "runtime/optim/Optimizer.h"
+#include "runtime/optim/UpdateMath.h"
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <cmath>
@@ -22,7 +25,7 @@ struct OptimizerInfo {
 };
 const OptimizerInfo kOptimizers[] = {
 #define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1) {Name, DefaultLr, {Slot0, Slot1}},
-#include "runtime/optim/Optimizers.def"
+#include "codegen/Optimizers.def"
 #undef OPTIMIZER
 };
 
@@ -37,33 +40,7 @@ std::string formatFloat(float value) {
   return std::string(buffer, result.ptr);
 }
 
-// --- SGD -------------------------------------------------------------------
-
-void updateSgd(float *__restrict w, const float *__restrict g, float *const *state, int64_t n,
-               const Hyperparameters &hp, int64_t, float lr) {
-  const float wd = hp.weightDecay;
-  if (!(hp.momentum > 0)) {
-    for (int64_t i = 0; i < n; ++i)
-      w[i] -= lr * (g[i] + wd * w[i]);
-    return;
-  }
-  float *__restrict v = state[0];
-  const float mu = hp.momentum;
-  if (hp.nesterov) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i] + wd * w[i];
-      const float vi = mu * v[i] + gi;
-      v[i] = vi;
-      w[i] -= lr * (gi + mu * vi);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float vi = mu * v[i] + (g[i] + wd * w[i]);
-      v[i] = vi;
-      w[i] -= lr * vi;
-    }
-  }
-}
+// --- references --------------------------------------------------------------
 
 void referenceSgd(float *w, const float *g, float *const *state, int64_t n, const Hyperparameters &hp,
                   int64_t, float lr) {
@@ -80,30 +57,6 @@ void referenceSgd(float *w, const float *g, float *const *state, int64_t n, cons
   }
 }
 
-// --- Adam ------------------------------------------------------------------
-
-void updateAdam(float *__restrict w, const float *__restrict g, float *const *state, int64_t n,
-                const Hyperparameters &hp, int64_t step, float lr) {
-  float *__restrict m = state[0];
-  float *__restrict v = state[1];
-  const float b1 = hp.beta1, b2 = hp.beta2, eps = hp.epsilon, wd = hp.weightDecay;
-  const float oneMinusB1 = 1 - b1, oneMinusB2 = 1 - b2;
-  // lr * m / (1-b1^t) / (sqrt(v) / sqrt(1-b2^t) + eps), the corrections folded
-  // into two per-step constants.
-  const double correction1 = 1 - std::pow(double(b1), double(step));
-  const double correction2 = 1 - std::pow(double(b2), double(step));
-  const float stepSize = float(double(lr) / correction1);
-  const float invSqrtCorrection2 = float(1 / std::sqrt(correction2));
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
-    const float mi = b1 * m[i] + oneMinusB1 * gi;
-    const float vi = b2 * v[i] + oneMinusB2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] -= stepSize * mi / (std::sqrt(vi) * invSqrtCorrection2 + eps);
-  }
-}
-
 void referenceAdam(float *w, const float *g, float *const *state, int64_t n, const Hyperparameters &hp,
                    int64_t step, float lr) {
   const double b1 = hp.beta1, b2 = hp.beta2;
@@ -116,23 +69,6 @@ void referenceAdam(float *w, const float *g, float *const *state, int64_t n, con
     const double mHat = mi / (1 - std::pow(b1, double(step)));
     const double vHat = vi / (1 - std::pow(b2, double(step)));
     w[i] = float(double(w[i]) - double(lr) * mHat / (std::sqrt(vHat) + double(hp.epsilon)));
-  }
-}
-
-// --- AdaDelta --------------------------------------------------------------
-
-void updateAdaDelta(float *__restrict w, const float *__restrict g, float *const *state, int64_t n,
-                    const Hyperparameters &hp, int64_t, float lr) {
-  float *__restrict squareAvg = state[0];
-  float *__restrict deltaAvg = state[1];
-  const float rho = hp.decay, oneMinusRho = 1 - hp.decay, eps = hp.conditioning, wd = hp.weightDecay;
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] + wd * w[i];
-    const float sq = rho * squareAvg[i] + oneMinusRho * gi * gi;
-    const float delta = std::sqrt(deltaAvg[i] + eps) / std::sqrt(sq + eps) * gi; // -dx
-    squareAvg[i] = sq;
-    deltaAvg[i] = rho * deltaAvg[i] + oneMinusRho * delta * delta;
-    w[i] -= lr * delta;
   }
 }
 
@@ -181,7 +117,7 @@ int stateSlots(OptimizerKind kind, const Hyperparameters &hp) {
 #define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1)                                                  \
   case OptimizerKind::Id:                                                                                    \
     return Slots;
-#include "runtime/optim/Optimizers.def"
+#include "codegen/Optimizers.def"
 #undef OPTIMIZER
   }
   return 0;
@@ -216,32 +152,90 @@ std::string validate(const Hyperparameters &hp) {
   return {};
 }
 
-void update(OptimizerKind kind, float *weights, const float *gradients, float *const *state, int64_t count,
-            const Hyperparameters &hp, int64_t step, float learningRate) {
-  assert(step >= 1 && count >= 0);
+std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, float learningRate,
+                                                      int64_t step, int64_t stepSamples, int64_t validCount) {
+  std::array<float, plan::kStepScalarCount> scalars{};
+  auto set = [&](plan::StepScalar which, float value) { scalars[static_cast<size_t>(which)] = value; };
+  set(plan::StepScalar::LearningRate, learningRate);
+  set(plan::StepScalar::Step, static_cast<float>(step));
+  // lr * m / (1-b1^t) / (sqrt(v) / sqrt(1-b2^t) + eps): the corrections folded
+  // into two per-step constants, computed in double.
+  const double t = double(std::max<int64_t>(step, 1));
+  const double correction1 = 1 - std::pow(double(rule.hyper.beta1), t);
+  const double correction2 = 1 - std::pow(double(rule.hyper.beta2), t);
+  set(plan::StepScalar::CorrectedRate, float(double(learningRate) / correction1));
+  set(plan::StepScalar::InvSqrtCorrection2, float(1 / std::sqrt(correction2)));
+  set(plan::StepScalar::StepSamples, static_cast<float>(std::max<int64_t>(stepSamples, 1)));
+  set(plan::StepScalar::ValidCount, static_cast<float>(validCount));
+  return scalars;
+}
+
+void update(const UpdateRule &rule, float *__restrict weights, const float *__restrict gradients,
+            float *const *state, int64_t count, const float *scalars) {
+  assert(count >= 0);
   if (count == 0)
     return; // weights and state may be null
-  switch (kind) {
+  const StepConstants c = stepConstants(rule, scalars);
+  float *__restrict w = weights;
+  const float *__restrict g = gradients;
+  const UpdateVariant variant = updateVariant(rule);
+  const int slots = variant == UpdateVariant::Sgd                                                    ? 0
+                    : variant == UpdateVariant::SgdMomentum || variant == UpdateVariant::SgdNesterov ? 1
+                                                                                                     : 2;
+  float *__restrict s0 = slots > 0 ? state[0] : nullptr;
+  float *__restrict s1 = slots > 1 ? state[1] : nullptr;
+  switch (variant) {
+  case UpdateVariant::Sgd:
+    for (int64_t i = 0; i < count; ++i)
+      sgdElement(w[i], g[i], c);
+    break;
+  case UpdateVariant::SgdMomentum:
+    for (int64_t i = 0; i < count; ++i)
+      sgdMomentumElement(w[i], g[i], s0[i], c);
+    break;
+  case UpdateVariant::SgdNesterov:
+    for (int64_t i = 0; i < count; ++i)
+      sgdNesterovElement(w[i], g[i], s0[i], c);
+    break;
+  case UpdateVariant::Adam:
+    for (int64_t i = 0; i < count; ++i)
+      adamElement(w[i], g[i], s0[i], s1[i], c);
+    break;
+  case UpdateVariant::AdaDelta:
+    for (int64_t i = 0; i < count; ++i)
+      adaDeltaElement(w[i], g[i], s0[i], s1[i], c);
+    break;
+  }
+}
+
+void referenceUpdate(const UpdateRule &rule, float *weights, const float *gradients, float *const *state,
+                     int64_t count, const float *scalars) {
+  assert(count >= 0);
+  if (count == 0)
+    return; // weights and state may be null
+  const float learningRate = scalars[static_cast<int>(plan::StepScalar::LearningRate)];
+  const auto step = static_cast<int64_t>(scalars[static_cast<int>(plan::StepScalar::Step)]);
+  switch (rule.optimizer) {
 #define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1)                                                  \
   case OptimizerKind::Id:                                                                                    \
-    return update##Id(weights, gradients, state, count, hp, step, learningRate);
-#include "runtime/optim/Optimizers.def"
+    return reference##Id(weights, gradients, state, count, rule.hyper, step, learningRate);
+#include "codegen/Optimizers.def"
 #undef OPTIMIZER
   }
 }
 
+void update(OptimizerKind kind, float *weights, const float *gradients, float *const *state, int64_t count,
+            const Hyperparameters &hp, int64_t step, float learningRate) {
+  assert(step >= 1);
+  const UpdateRule rule{kind, hp};
+  update(rule, weights, gradients, state, count, stepScalars(rule, learningRate, step, 1, 1).data());
+}
+
 void referenceUpdate(OptimizerKind kind, float *weights, const float *gradients, float *const *state,
                      int64_t count, const Hyperparameters &hp, int64_t step, float learningRate) {
-  assert(step >= 1 && count >= 0);
-  if (count == 0)
-    return; // weights and state may be null
-  switch (kind) {
-#define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1)                                                  \
-  case OptimizerKind::Id:                                                                                    \
-    return reference##Id(weights, gradients, state, count, hp, step, learningRate);
-#include "runtime/optim/Optimizers.def"
-#undef OPTIMIZER
-  }
+  assert(step >= 1);
+  const UpdateRule rule{kind, hp};
+  referenceUpdate(rule, weights, gradients, state, count, stepScalars(rule, learningRate, step, 1, 1).data());
 }
 
 } // namespace netc::optim

@@ -1,14 +1,19 @@
-// Optimizer.h -- the CPU kernels behind the training plan's update ops
-// (DESIGN.md §6): one update per parameter tensor, as plain functions over
-// float arrays, plus a naive double-precision reference for each that the
-// numeric tests compare the fast loops against. Also the per-optimizer state
+// Optimizer.h -- the host side of the training plan's fused update op
+// (DESIGN.md §6): the step over flat float arrays (the loops of the element
+// functions in UpdateMath.h, which device code shares), a naive
+// double-precision reference that the numeric tests compare it against, the
+// per-step scalars the host writes before each step, the per-optimizer state
 // layout (how many zero-initialised float arrays, each the size of the
-// parameter tensor, and their names in checkpoints) and the hyperparameters
-// with their validation. Optimizers are listed once in Optimizers.def. The
-// updates are element-wise, so a caller may split a tensor into ranges (threads,
-// buckets) and update each range separately with the same result.
+// parameters, and their names in checkpoints) and hyperparameter validation.
+// Optimizers are listed once in codegen/Optimizers.def; the kind and the
+// hyperparameters are Plan data (codegen/UpdateRule.h). The updates are
+// element-wise, so a caller may split the arena into ranges (threads,
+// buckets) and update each separately with the same result.
 #pragma once
 
+#include "codegen/UpdateRule.h"
+
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,15 +21,10 @@
 
 namespace netc::optim {
 
-/// The optimizers (Optimizers.def).
-enum class OptimizerKind {
-#define OPTIMIZER(Id, Name, Slots, DefaultLr, Slot0, Slot1) Id,
-#include "runtime/optim/Optimizers.def"
-#undef OPTIMIZER
-};
-
-/// The most state slots any optimizer keeps.
-inline constexpr int kMaxStateSlots = 2;
+using plan::Hyperparameters;
+using plan::kMaxStateSlots;
+using plan::OptimizerKind;
+using plan::UpdateRule;
 
 /// The optimizer spelled `name` (`--optimizer sgd|adam|adadelta`), or nothing.
 std::optional<OptimizerKind> parseOptimizer(std::string_view name);
@@ -32,24 +32,6 @@ std::optional<OptimizerKind> parseOptimizer(std::string_view name);
 std::string_view optimizerName(OptimizerKind kind);
 /// The accepted spellings for messages: "sgd, adam, adadelta".
 std::string optimizerChoices();
-
-/// Training hyperparameters; each field names the CLI flag that sets it. The
-/// same weight decay (L2: g += weightDecay * w) applies to every optimizer.
-struct Hyperparameters {
-  /// `--lr`: the base learning rate (a schedule scales it per epoch).
-  float learningRate = 0.1f;
-  /// `--momentum` (SGD): 0 disables the velocity buffer.
-  float momentum = 0;
-  /// `--nesterov` (SGD): Nesterov momentum; needs momentum > 0.
-  bool nesterov = false;
-  /// `--weight-decay`: L2 penalty coefficient.
-  float weightDecay = 0;
-  /// `--beta1`, `--beta2`, `--epsilon` (Adam).
-  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
-  /// `--decay` (AdaDelta rho) and `--conditioning` (AdaDelta epsilon), the
-  /// original engine's adaDeltaSgd(decay = 0.95, conditioningConst = 1e-6).
-  float decay = 0.95f, conditioning = 1e-6f;
-};
 
 /// An empty string when every field is valid, else a message naming the first
 /// offending flag and its allowed range ("--momentum must be in [0, 1), got 1").
@@ -68,12 +50,17 @@ int stateSlots(OptimizerKind kind, const Hyperparameters &hp);
 /// "exp_avg", "exp_avg_sq", "square_avg", "acc_delta").
 std::string_view stateSlotName(OptimizerKind kind, int slot);
 
+/// The step scalars (codegen/UpdateRule.h) of optimizer step `step`
+/// (1-based; 0 for a plan run without an update) at `learningRate`, for a
+/// step over `stepSamples` samples of which this micro-batch has `validCount`.
+std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, float learningRate,
+                                                      int64_t step, int64_t stepSamples, int64_t validCount);
+
 /// One optimizer step over `count` elements, in place on `weights` and the
 /// state arrays `state[0 .. stateSlots)` (may be null when there are none; all
-/// pointers may be null when count is 0).
-/// `step` is the 1-based number of this update of the tensor (Adam's bias
-/// correction); `learningRate` is the scheduled rate for this step (for
-/// AdaDelta a factor on its step). Float arithmetic, branch-free inner loops.
+/// pointers may be null when count is 0), with the learning rate and Adam's
+/// bias corrections of the step scalars `scalars` (stepScalars()). Float
+/// arithmetic (UpdateMath.h), branch-free inner loops.
 ///  - SGD (PyTorch): g' = g + wd w; with momentum mu: v = mu v + g',
 ///    d = nesterov ? g' + mu v : v, w -= lr d; without: w -= lr g'.
 ///  - Adam: g' as above; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
@@ -81,11 +68,18 @@ std::string_view stateSlotName(OptimizerKind kind, int slot);
 ///  - AdaDelta: g' as above; E[g^2] = rho E[g^2] + (1-rho) g'^2;
 ///    dx = -sqrt(E[dx^2] + eps) / sqrt(E[g^2] + eps) g';
 ///    E[dx^2] = rho E[dx^2] + (1-rho) dx^2; w += lr dx.
+void update(const UpdateRule &rule, float *weights, const float *gradients, float *const *state,
+            int64_t count, const float *scalars);
+
+/// The same step computed naively in double from the learning rate and step
+/// count of `scalars` (each element's new weight and state are rounded to
+/// float once), for tests against update().
+void referenceUpdate(const UpdateRule &rule, float *weights, const float *gradients, float *const *state,
+                     int64_t count, const float *scalars);
+
+/// Both, for one step `step` at `learningRate` (the scalars made by stepScalars()).
 void update(OptimizerKind kind, float *weights, const float *gradients, float *const *state, int64_t count,
             const Hyperparameters &hp, int64_t step, float learningRate);
-
-/// The same step computed naively in double (each element's new weight and
-/// state are rounded to float once), for tests against update().
 void referenceUpdate(OptimizerKind kind, float *weights, const float *gradients, float *const *state,
                      int64_t count, const Hyperparameters &hp, int64_t step, float learningRate);
 

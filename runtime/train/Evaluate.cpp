@@ -1,5 +1,6 @@
 // Evaluate.cpp -- evaluation and prediction over a loaded plan (Evaluate.h).
 #include "runtime/train/Evaluate.h"
+#include "runtime/optim/Optimizer.h"
 
 #include <algorithm>
 #include <span>
@@ -17,6 +18,22 @@ int64_t predictedClass(const plan::Plan &plan, const float *output) {
   return std::max_element(output, output + plan.outputNodes) - output;
 }
 
+std::array<double, plan::kMetricCount> takeMetrics(const plan::Plan &plan, runtime::Backend &backend) {
+  std::array<float, plan::kMetricCount> values{};
+  backend.read(plan.metrics, values);
+  static constexpr std::array<float, plan::kMetricCount> kZeros{};
+  backend.write(plan.metrics, kZeros);
+  std::array<double, plan::kMetricCount> sums{};
+  for (size_t i = 0; i < sums.size(); ++i)
+    sums[i] = values[i];
+  return sums;
+}
+
+void writeStepScalars(const plan::Plan &plan, runtime::Backend &backend,
+                      const std::array<float, plan::kStepScalarCount> &scalars) {
+  backend.write(plan.scalars, scalars);
+}
+
 Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
                     int64_t batch) {
   Evaluation e;
@@ -25,18 +42,19 @@ Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const dat
   if (e.classification)
     e.confusion.assign(static_cast<size_t>(e.classes),
                        std::vector<int64_t>(static_cast<size_t>(e.classes), 0));
-  std::vector<float> output, metrics(2);
+  std::vector<float> output;
   double lossSum = 0, correct = 0;
-  runtime::UpdateSettings none;
+  takeMetrics(plan, backend); // what a training step left
   for (int64_t first = 0; first < data.count; first += batch) {
     const int64_t size = std::min(batch, data.count - first);
     backend.write(plan.features, std::span<const float>(data.features.data() + first * data.featureCount,
                                                         static_cast<size_t>(size * data.featureCount)));
     backend.write(plan.labels, std::span<const float>(data.labels.data() + first, static_cast<size_t>(size)));
-    backend.run(0, plan.lossEnd, size, none);
-    backend.read(plan.metrics, metrics);
-    lossSum += metrics[0];
-    correct += metrics[1];
+    writeStepScalars(plan, backend, optim::stepScalars({}, 0, 0, size, size));
+    backend.run(plan.stepBegin, plan.lossEnd, size);
+    const auto metrics = takeMetrics(plan, backend);
+    lossSum += metrics[static_cast<size_t>(plan::Metric::LossSum)];
+    correct += metrics[static_cast<size_t>(plan::Metric::Correct)];
     if (!e.classification)
       continue;
     output.resize(static_cast<size_t>(size * plan.outputNodes));
@@ -65,12 +83,11 @@ Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const dat
 std::vector<float> predict(const plan::Plan &plan, runtime::Backend &backend,
                            const std::vector<float> &features, int64_t count, int64_t batch) {
   std::vector<float> out(static_cast<size_t>(count * plan.outputNodes));
-  runtime::UpdateSettings none;
   for (int64_t first = 0; first < count; first += batch) {
     const int64_t size = std::min(batch, count - first);
     backend.write(plan.features, std::span<const float>(features.data() + first * plan.featureCount,
                                                         static_cast<size_t>(size * plan.featureCount)));
-    backend.run(0, plan.forwardEnd, size, none);
+    backend.run(plan.stepBegin, plan.forwardEnd, size);
     backend.read(plan.output, std::span<float>(out.data() + first * plan.outputNodes,
                                                static_cast<size_t>(size * plan.outputNodes)));
   }

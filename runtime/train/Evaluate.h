@@ -1,13 +1,16 @@
 // Evaluate.h -- running a loaded plan over a data set without training:
 // loss, accuracy, per-class accuracy and the confusion matrix (evaluate), and
 // the output values of each sample (predict). Both run the plan's forward
-// ops (and the loss ops for evaluate) batch by batch.
+// ops (and the loss ops for evaluate) batch by batch. Also the two host
+// steps around any run of the loss ops: writing the step scalars and taking
+// (reading and clearing) the metrics sums.
 #pragma once
 
 #include "codegen/Plan.h"
 #include "runtime/core/Backend.h"
 #include "runtime/data/Dataset.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +33,14 @@ bool isClassification(const plan::Plan &plan);
 
 /// The predicted class of one output row.
 int64_t predictedClass(const plan::Plan &plan, const float *output);
+
+/// Reads the metrics sums the loss ops added since the last take
+/// (plan::Metric order) and clears them on the backend.
+std::array<double, plan::kMetricCount> takeMetrics(const plan::Plan &plan, runtime::Backend &backend);
+
+/// Writes the step scalars (optim::stepScalars) before a run.
+void writeStepScalars(const plan::Plan &plan, runtime::Backend &backend,
+                      const std::array<float, plan::kStepScalarCount> &scalars);
 
 /// Evaluates `data` on the loaded plan in batches of at most `batch`.
 Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,

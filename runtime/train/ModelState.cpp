@@ -1,7 +1,10 @@
 // ModelState.cpp -- initialisation and checkpoint save/load for a loaded
 // plan (see ModelState.h). Random values come from std::mt19937_64 (its
 // output is fixed by the standard) mapped to floats by our own arithmetic,
-// so a seed gives the same weights everywhere.
+// so a seed gives the same weights everywhere. Both work on checkpoint
+// tensors, the documented layout (docs/training.md): a convolution's kernel
+// biases, a Parameter of their own in the Plan, are column 0 of its
+// weights tensor's rows there, and are drawn with them in that order.
 #include "runtime/train/ModelState.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Safetensors.h"
@@ -69,6 +72,82 @@ Expected<std::vector<float>> finiteValues(const SafetensorsFile &file, const std
   return values;
 }
 
+/// The checkpoint tensors of a plan: every parameter but kernel biases.
+bool isTensor(const plan::Parameter &p) {
+  return p.biasOf < 0;
+}
+
+/// The shape of `p`'s checkpoint tensor: kernel rows gain their bias column.
+std::vector<int64_t> tensorShape(const plan::Parameter &p) {
+  if (p.kernelBias < 0)
+    return p.shape;
+  return {p.shape[0], 1 + p.shape[1]};
+}
+
+/// Reads the checkpoint tensor of `p` from the buffers `bufferOf` picks
+/// (its values, or an optimizer slot).
+template <class BufferOf>
+std::vector<float> readTensor(const plan::Plan &plan, const runtime::Backend &backend,
+                              const plan::Parameter &p, BufferOf bufferOf) {
+  std::vector<float> values(static_cast<size_t>(p.count));
+  backend.read(bufferOf(p), values);
+  if (p.kernelBias < 0)
+    return values;
+  const plan::Parameter &bias = plan.parameters[static_cast<size_t>(p.kernelBias)];
+  std::vector<float> biases(static_cast<size_t>(bias.count));
+  backend.read(bufferOf(bias), biases);
+  const size_t rows = static_cast<size_t>(p.shape[0]), window = static_cast<size_t>(p.shape[1]);
+  std::vector<float> tensor(rows * (1 + window));
+  for (size_t r = 0; r < rows; ++r) {
+    tensor[r * (1 + window)] = biases[r];
+    std::copy_n(values.begin() + static_cast<ptrdiff_t>(r * window), window,
+                tensor.begin() + static_cast<ptrdiff_t>(r * (1 + window) + 1));
+  }
+  return tensor;
+}
+
+/// Writes checkpoint tensor `tensor` of `p` into the buffers `bufferOf` picks.
+template <class BufferOf>
+void writeTensor(const plan::Plan &plan, runtime::Backend &backend, const plan::Parameter &p,
+                 const std::vector<float> &tensor, BufferOf bufferOf) {
+  if (p.kernelBias < 0) {
+    backend.write(bufferOf(p), tensor);
+    return;
+  }
+  const plan::Parameter &bias = plan.parameters[static_cast<size_t>(p.kernelBias)];
+  const size_t rows = static_cast<size_t>(p.shape[0]), window = static_cast<size_t>(p.shape[1]);
+  std::vector<float> values(rows * window), biases(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    biases[r] = tensor[r * (1 + window)];
+    std::copy_n(tensor.begin() + static_cast<ptrdiff_t>(r * (1 + window) + 1), window,
+                values.begin() + static_cast<ptrdiff_t>(r * window));
+  }
+  backend.write(bufferOf(p), values);
+  backend.write(bufferOf(bias), biases);
+}
+
+/// The `Weights =` values of `p`'s tensor in checkpoint order (empty: random).
+std::vector<double> givenTensor(const plan::Plan &plan, const plan::Parameter &p) {
+  if (p.kernelBias < 0 || p.givenValues.empty())
+    return p.givenValues;
+  const std::vector<double> &biases = plan.parameters[static_cast<size_t>(p.kernelBias)].givenValues;
+  const size_t rows = static_cast<size_t>(p.shape[0]), window = static_cast<size_t>(p.shape[1]);
+  std::vector<double> tensor;
+  for (size_t r = 0; r < rows; ++r) {
+    tensor.push_back(biases[r]);
+    tensor.insert(tensor.end(), p.givenValues.begin() + static_cast<ptrdiff_t>(r * window),
+                  p.givenValues.begin() + static_cast<ptrdiff_t>((r + 1) * window));
+  }
+  return tensor;
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 } // namespace
 
 std::string_view initName(InitKind kind) {
@@ -90,10 +169,14 @@ Expected<InitKind> parseInit(std::string_view name) {
 void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, const InitOptions &options) {
   std::mt19937_64 rng(options.seed);
   for (const plan::Parameter &p : plan.parameters) {
-    std::vector<float> values(static_cast<size_t>(p.count));
-    if (!p.givenValues.empty()) {
-      for (size_t i = 0; i < values.size() && i < p.givenValues.size(); ++i)
-        values[i] = static_cast<float>(p.givenValues[i]);
+    if (!isTensor(p))
+      continue; // drawn with its weights
+    const std::vector<int64_t> shape = tensorShape(p);
+    std::vector<float> values(static_cast<size_t>(elementCount(shape)));
+    const std::vector<double> given = givenTensor(plan, p);
+    if (!given.empty()) {
+      for (size_t i = 0; i < values.size() && i < given.size(); ++i)
+        values[i] = static_cast<float>(given[i]);
     } else if (options.kind == InitKind::Uniform) {
       for (float &v : values)
         v = uniform(rng, options.diameter / 2.0);
@@ -103,29 +186,31 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
       for (float &v : values)
         v = uniform(rng, limit);
     }
-    backend.write(p.buffer, values);
-    std::vector<float> zeros(static_cast<size_t>(p.count), 0.0f);
-    for (int s : p.state)
-      backend.write(s, zeros);
+    writeTensor(plan, backend, p, values, [](const plan::Parameter &q) { return q.buffer; });
   }
+  // Optimizer state starts at 0 (every slot arena, padding included).
+  for (int arena : plan.stateArenas)
+    backend.write(arena, std::vector<float>(static_cast<size_t>(plan.arenaElements), 0.0f));
 }
 
 Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const runtime::Backend &backend,
                       const CheckpointInfo &info, bool withOptimizerState) {
   SafetensorsFile file;
-  std::vector<float> values;
   for (const plan::Parameter &p : plan.parameters) {
-    values.resize(static_cast<size_t>(p.count));
-    backend.read(p.buffer, values);
-    auto tensor = Tensor::fromF32(p.name, p.shape, values);
+    if (!isTensor(p))
+      continue;
+    const std::vector<int64_t> shape = tensorShape(p);
+    auto tensor = Tensor::fromF32(
+        p.name, shape, readTensor(plan, backend, p, [](const plan::Parameter &q) { return q.buffer; }));
     if (!tensor)
       return tensor.status();
     file.tensors.push_back(std::move(*tensor));
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
-      backend.read(p.state[s], values);
-      auto state = Tensor::fromF32(stateName(p, s, info.optimizer), p.shape, values);
+      auto state =
+          Tensor::fromF32(stateName(p, s, info.optimizer), shape,
+                          readTensor(plan, backend, p, [s](const plan::Parameter &q) { return q.state[s]; }));
       if (!state)
         return state.status();
       file.tensors.push_back(std::move(*state));
@@ -199,6 +284,9 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
   // extras; the first tensor that differs is named with both shapes.
   std::set<std::string> expected, states;
   for (const plan::Parameter &p : plan.parameters) {
+    if (!isTensor(p))
+      continue;
+    const std::vector<int64_t> shape = tensorShape(p);
     expected.insert(p.name);
     for (int s = 0; s < optim::kMaxStateSlots; ++s)
       states.insert(stateName(p, static_cast<size_t>(s), info.optimizer));
@@ -208,12 +296,11 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     if (!t)
       return fail(fmt::format("{}: checkpoint of another network: tensor '{}' has shape {} in network '{}' "
                               "but is absent from the checkpoint{}",
-                              path, p.name, shapeText(p.shape), plan.network, ofNetwork));
-    if (t->shape != p.shape)
+                              path, p.name, shapeText(shape), plan.network, ofNetwork));
+    if (t->shape != shape)
       return fail(fmt::format("{}: checkpoint of another network: tensor '{}' has shape {} in network '{}' "
                               "but {} in the checkpoint{}",
-                              path, p.name, shapeText(p.shape), plan.network, shapeText(t->shape),
-                              ofNetwork));
+                              path, p.name, shapeText(shape), plan.network, shapeText(t->shape), ofNetwork));
     if (withOptimizerState)
       for (size_t s = 0; s < p.state.size(); ++s) {
         expected.insert(stateName(p, s, info.optimizer));
@@ -238,19 +325,20 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
                               path, t.name, info.optimizer));
   }
   for (const plan::Parameter &p : plan.parameters) {
-    if (keepAsIs.count(p.name))
+    if (!isTensor(p) || keepAsIs.count(p.name))
       continue;
-    auto values = finiteValues(*file, path, p.name, p.shape);
+    const std::vector<int64_t> shape = tensorShape(p);
+    auto values = finiteValues(*file, path, p.name, shape);
     if (!values)
       return values.error();
-    backend.write(p.buffer, *values);
+    writeTensor(plan, backend, p, *values, [](const plan::Parameter &q) { return q.buffer; });
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
-      auto state = finiteValues(*file, path, stateName(p, s, info.optimizer), p.shape);
+      auto state = finiteValues(*file, path, stateName(p, s, info.optimizer), shape);
       if (!state)
         return state.error();
-      backend.write(p.state[s], *state);
+      writeTensor(plan, backend, p, *state, [s](const plan::Parameter &q) { return q.state[s]; });
     }
   }
   return info;

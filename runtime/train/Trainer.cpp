@@ -1,14 +1,21 @@
-// Trainer.cpp -- the training loop (see Trainer.h). Each step writes a
-// prefetched batch, runs the forward and loss ops, checks the loss is finite
-// (locating the first non-finite layer when not), then runs the backward and
-// update ops. Checkpoints are written at epoch ends, and mid-epoch when the
-// observer asks the run to stop; the data position and the partial epoch's
-// running sums are saved with them, so a resumed run continues exactly. At an
-// epoch end the checkpoints are written before the metrics line, so a
-// metrics file never records an epoch that last.safetensors lacks.
+// Trainer.cpp -- the training loop (see Trainer.h). runSteps is the step
+// loop: per micro-batch it waits for the batch's input slot (fence), writes
+// the step scalars, runs the plan once and starts writing the next batch
+// into the other slot; every --log-every steps readSums takes the loss sums
+// from the backend, reports progress and checks the loss is finite (the
+// update op skips every step after a non-finite loss, so the parameters are
+// still those before it and diverged() can locate the first non-finite
+// layer). run wraps epochs around it: evaluation, the best epoch, the
+// flat-loss hint, checkpoints and metrics. Checkpoints are written at epoch
+// ends, and mid-epoch when the observer asks the run to stop; the data
+// position and the partial epoch's running sums are saved with them, so a
+// resumed run continues exactly. At an epoch end the checkpoints are written
+// before the metrics line, so a metrics file never records an epoch that
+// last.safetensors lacks.
 #include "runtime/train/Trainer.h"
 #include "runtime/data/Prefetcher.h"
 #include "runtime/data/Shuffle.h"
+#include "runtime/optim/Optimizer.h"
 #include "runtime/train/RunFiles.h"
 
 #include <fmt/format.h>
@@ -127,7 +134,7 @@ Status Trainer::start(TrainObserver &observer) {
         return sums.contains(key) && (number ? sums[key].is_number() : sums[key].is_boolean());
       };
       if (!sums.is_object() || !has("loss", true) || !has("correct", true) || !has("batch", true) ||
-          !has("shuffle", false))
+          !has("shuffle", false) || (sums.contains("accumulate") && !has("accumulate", true)))
         return fail(
             fmt::format("{}: it was saved in the middle of epoch {} but its metadata \"epoch_sums\" is "
                         "missing or is not {{\"batch\": B, \"correct\": N, \"loss\": L, \"shuffle\": "
@@ -135,11 +142,14 @@ Status Trainer::start(TrainObserver &observer) {
                         options_.resumeFrom, firstEpoch_ + 1));
       // The rest of the epoch is the same batches only with the same batch
       // size and order.
-      if (sums["batch"] != options_.batch || sums["shuffle"] != options_.shuffle)
+      const nlohmann::json accumulate = sums.contains("accumulate") ? sums["accumulate"] : nlohmann::json(1);
+      if (sums["batch"] != options_.batch || sums["shuffle"] != options_.shuffle ||
+          accumulate != options_.accumulate)
         return fail(
             fmt::format("{} stopped in the middle of epoch {}, which it continues only with the batch "
-                        "size and order it had: pass --batch {}{}",
+                        "size and order it had: pass --batch {}{}{}",
                         options_.resumeFrom, firstEpoch_ + 1, sums["batch"].dump(),
+                        accumulate != 1 ? " --accumulate " + accumulate.dump() : std::string(),
                         sums["shuffle"] == true ? " without --no-shuffle" : " --no-shuffle"));
       firstLossSum_ = sums["loss"].get<double>();
       firstCorrect_ = sums["correct"].get<double>();
@@ -194,7 +204,7 @@ Status Trainer::start(TrainObserver &observer) {
   return Status::success();
 }
 
-Status Trainer::diverged(int64_t step, int64_t epoch, int64_t batch, float learningRate) {
+Status Trainer::diverged(int64_t step, int64_t epoch, int64_t batch, int inputSlot, float learningRate) {
   std::vector<float> values;
   auto firstBad = [&](int buffer, int64_t count) {
     values.resize(static_cast<size_t>(count));
@@ -212,8 +222,14 @@ Status Trainer::diverged(int64_t step, int64_t epoch, int64_t batch, float learn
       what = bad;
       break;
     }
+  if (where == "the loss") {
+    // The backward pass may have reused the layers' memory: run the forward
+    // ops again on the batch (the parameters are still those before it).
+    backend_.run(plan_.stepBegin, plan_.forwardEnd, batch, inputSlot);
+    backend_.synchronize();
+  }
   if (where == "the loss")
-    for (size_t i = 0; i < plan_.forwardEnd; ++i) {
+    for (size_t i = plan_.stepBegin; i < plan_.forwardEnd; ++i) {
       int out = plan_.ops[i].out[0];
       const plan::Buffer &b = plan_.buffers[static_cast<size_t>(out)];
       if (const char *bad = firstBad(out, b.perSample * batch)) {
@@ -249,6 +265,7 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
         {"loss", lossSum},
         {"correct", correct},
         {"batch", options_.batch},
+        {"accumulate", options_.accumulate},
         {"shuffle",
          options_.shuffle}}.dump();
   info.extra["best_epoch"] = std::to_string(bestEpoch_);
@@ -260,6 +277,7 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
                                                  {"nesterov", options_.hyper.nesterov},
                                                  {"weight_decay", options_.hyper.weightDecay},
                                                  {"batch", options_.batch},
+                                                 {"accumulate", options_.accumulate},
                                                  {"schedule", optim::formatSchedule(options_.schedule)}}
                                       .dump();
   return saveCheckpoint(path, plan_, backend_, info, /*withOptimizerState=*/true);
@@ -285,6 +303,154 @@ Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, i
   return summary;
 }
 
+Status Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead,
+                         TrainObserver &observer) {
+  const auto sums = takeMetrics(plan_, backend_);
+  const double loss = sums[static_cast<size_t>(plan::Metric::LossSum)];
+  if (const double bad = sums[static_cast<size_t>(plan::Metric::FirstBadStep)];
+      bad != 0 || !std::isfinite(loss))
+    return diverged(bad != 0 ? static_cast<int64_t>(bad) : step_, state.epoch, state.lastBatch,
+                    state.lastSlot, state.learningRate);
+  state.lossSum += loss;
+  state.correct += sums[static_cast<size_t>(plan::Metric::Correct)];
+  const int64_t n = train_.count;
+  const int64_t batches = (n + options_.batch - 1) / options_.batch;
+  const int64_t window = std::max<int64_t>(1, batches / 20);
+  // The flat-loss hint compares the mean loss of the first and the last
+  // window of batches (each read's mean, by the batch it ends with).
+  const double mean = samplesRead ? loss / double(samplesRead) : 0;
+  if (state.batchIndex <= window) {
+    state.firstLoss += mean;
+    ++state.firstReads;
+  }
+  if (state.batchIndex - batchesRead >= batches - window) {
+    state.lastLoss += mean;
+    ++state.lastReads;
+  }
+  const double elapsed = secondsSince(state.start);
+  Progress p{state.epoch + 1,
+             options_.epochs,
+             state.done,
+             n,
+             state.batchIndex,
+             batches,
+             state.lossSum / double(state.done),
+             state.correct / double(state.done),
+             elapsed > 0 ? double(state.done - state.skipped) / elapsed : 0,
+             0};
+  p.etaSeconds = p.imagesPerSecond > 0
+                     ? (double(n - state.done) + double(options_.epochs - state.epoch - 1) * double(n)) /
+                           p.imagesPerSecond
+                     : 0;
+  observer.onProgress(p);
+  return Status::success();
+}
+
+Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
+  const int64_t n = train_.count;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  if (options_.shuffle)
+    order = data::epochPermutation(n, options_.seed, state.epoch);
+  else
+    std::iota(order.begin(), order.end(), int64_t{0});
+  order.erase(order.begin(), order.begin() + state.skipped);
+  data::BatchPrefetcher prefetcher(train_, std::move(order), options_.batch);
+  const int64_t perStep = options_.batch * options_.accumulate;
+  int slot = 0;
+  auto stage = [&](int into, const data::Batch &batch) {
+    backend_.writeInput(into, plan_.features, batch.features);
+    backend_.writeInput(into, plan_.labels, batch.labels);
+  };
+  std::optional<data::Batch> current = prefetcher.next();
+  if (current)
+    stage(slot, *current);
+  int64_t stepSamples = 0, stepDone = 0, stepsUnread = 0, batchesUnread = 0, samplesUnread = 0;
+  while (current) {
+    backend_.fence(); // the current batch is in `slot`
+    const int64_t size = current->size;
+    prefetcher.recycle(std::move(*current));
+    const bool firstMicro = stepDone == 0;
+    if (firstMicro) { // a new optimizer step over the next `stepSamples` samples
+      stepSamples = std::min(perStep, n - state.done);
+      state.learningRate = optim::scheduledLearningRate(options_.schedule, options_.hyper.learningRate,
+                                                        state.epoch, double(state.done) / double(n));
+      ++step_;
+    }
+    const bool lastMicro = stepDone + size >= stepSamples;
+    writeStepScalars(plan_, backend_,
+                     optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
+                                        stepSamples, size));
+    backend_.run(firstMicro ? 0 : plan_.stepBegin, lastMicro ? plan_.ops.size() : plan_.backwardEnd, size,
+                 slot);
+    state.lastSlot = slot;
+    current = prefetcher.next();
+    if (current)
+      stage(1 - slot, *current);
+    slot = 1 - slot;
+    stepDone = lastMicro ? 0 : stepDone + size;
+    state.done += size;
+    state.lastBatch = size;
+    ++state.batchIndex;
+    ++batchesUnread;
+    samplesUnread += size;
+    if (!lastMicro)
+      continue;
+    // Every --log-every steps, at the epoch's end and before a stop: the sums.
+    auto read = [&]() -> Status {
+      Status s = readSums(state, batchesUnread, samplesUnread, observer);
+      stepsUnread = batchesUnread = samplesUnread = 0;
+      return s;
+    };
+    if (++stepsUnread >= logEvery_ || !current)
+      if (Status s = read(); !s)
+        return Error{s.message()};
+    if (state.done < n && observer.stopRequested()) {
+      if (stepsUnread > 0)
+        if (Status s = read(); !s)
+          return Error{s.message()};
+      backend_.synchronize();
+      return true;
+    }
+  }
+  backend_.synchronize();
+  return false;
+}
+
+void Trainer::flatLossHint(const EpochState &state, const EpochReport &report, double previousLoss,
+                           bool classification, TrainObserver &observer) {
+  const int64_t batches = (train_.count + options_.batch - 1) / options_.batch;
+  const double firstLoss = state.firstReads ? state.firstLoss / double(state.firstReads) : 0;
+  const double lastLoss = state.lastReads ? state.lastLoss / double(state.lastReads) : 0;
+  // Flat within the first epoch, or from one epoch to the next, while
+  // still at chance (a converged loss is flat too, but not at chance).
+  bool flat = state.epoch == firstEpoch_
+                  ? std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
+                  : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
+  const double classes = plan_.outputNodes == 1 ? 2.0 : double(plan_.outputNodes);
+  bool atChance = classification ? report.trainAccuracy <= 1.5 / classes : state.epoch == firstEpoch_;
+  // Cross-entropy at chance is ln(classes): still there after an epoch is as telling as flat.
+  bool chanceLoss =
+      plan_.loss == plan::LossKind::CrossEntropy && report.trainLoss >= 0.97 * std::log(classes);
+  if (!(flat || chanceLoss) || !atChance || batches < 2)
+    return;
+  hinted_ = true;
+  const std::string &startedFrom = !options_.resumeFrom.empty() ? options_.resumeFrom : options_.initFrom;
+  std::string init = !startedFrom.empty()
+                         ? fmt::format("the weights of {} may not suit this data or these settings: "
+                                       "check --normalize and --lr",
+                                       startedFrom)
+                     : options_.init.kind == InitKind::Uniform
+                         ? fmt::format("with the initial-weights diameter {:g} (--init-diameter; Azure's "
+                                       "default is 0.1) deep sigmoid networks start flat: try "
+                                       "--init-diameter 1.0 or --init xavier",
+                                       options_.init.diameter)
+                         : fmt::format("check the initialisation (--init {})", initName(options_.init.kind));
+  observer.onHint(fmt::format("the training loss has not moved in epoch {} ({:.4f}): the network's outputs "
+                              "barely depend on its input; {}, add momentum (--momentum 0.9) or raise --lr "
+                              "(now {:g})",
+                              report.epoch, report.trainLoss, init, state.learningRate));
+}
+
 Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
   if (Status s = start(observer); !s)
     return s.message().empty() ? fail("training could not start") : Error{s.message()};
@@ -292,72 +458,33 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
   summary.classification = isClassification(plan_);
   const auto runStart = Clock::now();
   const int64_t n = train_.count;
-  const int64_t batches = (n + options_.batch - 1) / options_.batch;
+  logEvery_ =
+      options_.logEvery > 0 ? options_.logEvery : std::max<int64_t>(1, backend_.describe().defaultLogEvery);
   observer.onStart(firstEpoch_, options_.epochs, n);
-  std::vector<float> metrics(2);
+  takeMetrics(plan_, backend_); // start from clear sums
   double previousLoss = NAN;
-  bool hinted = false;
   for (int64_t epoch = firstEpoch_; epoch < options_.epochs; ++epoch) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    if (options_.shuffle)
-      order = data::epochPermutation(n, options_.seed, epoch);
-    else
-      std::iota(order.begin(), order.end(), int64_t{0});
+    EpochState state;
+    state.epoch = epoch;
     // A run resumed mid-epoch skips the samples its checkpoint has done.
-    const int64_t skipped = epoch == firstEpoch_ ? firstPosition_ : 0;
-    order.erase(order.begin(), order.begin() + skipped);
-    data::BatchPrefetcher prefetcher(train_, std::move(order), options_.batch);
-    const auto epochStart = Clock::now();
-    double lossSum = skipped ? firstLossSum_ : 0, correct = skipped ? firstCorrect_ : 0;
-    double firstLoss = 0, lastLoss = 0;
-    int64_t done = skipped, batchIndex = (skipped + options_.batch - 1) / options_.batch;
-    const int64_t window = std::max<int64_t>(1, batches / 20);
-    float learningRate = options_.hyper.learningRate;
-    while (auto batch = prefetcher.next()) {
-      learningRate = optim::scheduledLearningRate(options_.schedule, options_.hyper.learningRate, epoch,
-                                                  double(done) / double(n));
-      backend_.write(plan_.features, batch->features);
-      backend_.write(plan_.labels, batch->labels);
-      backend_.run(0, plan_.lossEnd, batch->size, {});
-      backend_.read(plan_.metrics, metrics);
-      if (!std::isfinite(metrics[0]))
-        return Error{diverged(step_ + 1, epoch, batch->size, learningRate).message()};
-      runtime::UpdateSettings update{options_.optimizer, options_.hyper, learningRate, ++step_};
-      backend_.run(plan_.lossEnd, plan_.ops.size(), batch->size, update);
-      lossSum += metrics[0];
-      correct += metrics[1];
-      done += batch->size;
-      ++batchIndex;
-      if (batchIndex <= window)
-        firstLoss += metrics[0] / double(batch->size) / double(window);
-      if (batchIndex > batches - window)
-        lastLoss += metrics[0] / double(batch->size) / double(window);
-      const double elapsed = secondsSince(epochStart);
-      Progress p{epoch + 1,
-                 options_.epochs,
-                 done,
-                 n,
-                 batchIndex,
-                 batches,
-                 lossSum / double(done),
-                 correct / double(done),
-                 elapsed > 0 ? double(done) / elapsed : 0,
-                 0};
-      p.etaSeconds =
-          p.imagesPerSecond > 0
-              ? (double(n - done) + double(options_.epochs - epoch - 1) * double(n)) / p.imagesPerSecond
-              : 0;
-      observer.onProgress(p);
-      prefetcher.recycle(std::move(*batch));
-      if (done < n && observer.stopRequested()) {
-        backend_.synchronize();
-        return interrupt(std::move(summary), epoch, done, lossSum, correct, runStart);
-      }
-    }
-    backend_.synchronize();
+    state.skipped = epoch == firstEpoch_ ? firstPosition_ : 0;
+    state.done = state.skipped;
+    state.batchIndex = (state.skipped + options_.batch - 1) / options_.batch;
+    state.lossSum = state.skipped ? firstLossSum_ : 0;
+    state.correct = state.skipped ? firstCorrect_ : 0;
+    state.learningRate = options_.hyper.learningRate;
+    state.start = Clock::now();
+    auto stopped = runSteps(state, observer);
+    if (!stopped)
+      return stopped.error();
+    if (*stopped)
+      return interrupt(std::move(summary), epoch, state.done, state.lossSum, state.correct, runStart);
+    const int64_t skipped = state.skipped;
+    const float learningRate = state.learningRate;
+    const double lossSum = state.lossSum, correct = state.correct;
     EpochReport report;
     report.epoch = epoch + 1;
-    report.seconds = secondsSince(epochStart);
+    report.seconds = secondsSince(state.start);
     report.trainLoss = lossSum / double(n);
     report.trainAccuracy = correct / double(n);
     report.imagesPerSecond = report.seconds > 0 ? double(n - skipped) / report.seconds : 0;
@@ -380,38 +507,8 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       bestEpoch_ = report.epoch;
       report.best = true;
     }
-    if (!hinted) {
-      // Flat within the first epoch, or from one epoch to the next, while
-      // still at chance (a converged loss is flat too, but not at chance).
-      bool flat = epoch == firstEpoch_
-                      ? std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
-                      : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
-      const double classes = plan_.outputNodes == 1 ? 2.0 : double(plan_.outputNodes);
-      bool atChance = summary.classification ? report.trainAccuracy <= 1.5 / classes : epoch == firstEpoch_;
-      // Cross-entropy at chance is ln(classes): still there after an epoch is as telling as flat.
-      bool chanceLoss =
-          plan_.loss == plan::LossKind::CrossEntropy && report.trainLoss >= 0.97 * std::log(classes);
-      if ((flat || chanceLoss) && atChance && batches >= 2) {
-        hinted = true;
-        const std::string &startedFrom =
-            !options_.resumeFrom.empty() ? options_.resumeFrom : options_.initFrom;
-        std::string init =
-            !startedFrom.empty() ? fmt::format("the weights of {} may not suit this data or these settings: "
-                                               "check --normalize and --lr",
-                                               startedFrom)
-            : options_.init.kind == InitKind::Uniform
-                ? fmt::format("with the initial-weights diameter {:g} (--init-diameter; Azure's "
-                              "default is 0.1) deep sigmoid networks start flat: try "
-                              "--init-diameter 1.0 or --init xavier",
-                              options_.init.diameter)
-                : fmt::format("check the initialisation (--init {})", initName(options_.init.kind));
-        observer.onHint(
-            fmt::format("the training loss has not moved in epoch {} ({:.4f}): the network's outputs "
-                        "barely depend on its input; {}, add momentum (--momentum 0.9) or raise --lr "
-                        "(now {:g})",
-                        report.epoch, report.trainLoss, init, learningRate));
-      }
-    }
+    if (!hinted_)
+      flatLossHint(state, report, previousLoss, summary.classification, observer);
     previousLoss = report.trainLoss;
     // Checkpoints first, then the metrics line: an interruption in between
     // leaves a checkpoint ahead of the metrics, never the other way round.

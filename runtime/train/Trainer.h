@@ -1,6 +1,9 @@
 // Trainer.h -- the training loop (DESIGN.md §6): epochs of shuffled
-// mini-batches prepared on a background thread, one plan step per batch
-// (forward, loss, backward, updates), test evaluation after each epoch,
+// mini-batches prepared on a background thread and written to the backend's
+// two input slots in turn, one Backend::run per micro-batch (forward, loss,
+// backward and, at the step's last micro-batch, the fused update; K
+// micro-batches per optimizer step with --accumulate K), the loss sums read
+// every --log-every steps, test evaluation after each epoch,
 // checkpoints (last and best) and metrics as JSON lines, each output path
 // checked before anything is written (RunFiles.h). It watches itself:
 // a non-finite loss stops training with the step, the layer and a hint; a
@@ -13,6 +16,7 @@
 #include "codegen/Plan.h"
 #include "runtime/core/Backend.h"
 #include "runtime/data/Dataset.h"
+#include "runtime/optim/Optimizer.h"
 #include "runtime/optim/Schedule.h"
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
@@ -28,6 +32,12 @@ namespace netc::train {
 struct TrainOptions {
   int64_t epochs = 100; // Azure ML: 100 learning iterations
   int64_t batch = 1;    // Azure ML / MicrosoftML: online SGD (miniBatchSize 1)
+  /// Micro-batches of `batch` per optimizer step (the plan must be built with
+  /// accumulateGradients when above 1): equal to a batch `accumulate` times larger.
+  int64_t accumulate = 1;
+  /// Optimizer steps between reads of the loss sums (progress, the
+  /// non-finite check); 0: the backend's default (BackendInfo::defaultLogEvery).
+  int64_t logEvery = 0;
   optim::OptimizerKind optimizer = optim::OptimizerKind::Sgd;
   optim::Hyperparameters hyper; // learning rate 0.1, momentum 0 (Azure ML)
   optim::Schedule schedule;
@@ -97,9 +107,28 @@ public:
   Expected<TrainSummary> run(TrainObserver &observer);
 
 private:
+  /// The running sums of one epoch, as the steps report them.
+  struct EpochState {
+    int64_t epoch = 0, skipped = 0, done = 0, batchIndex = 0, lastBatch = 0;
+    int lastSlot = 0; // the input slot of the last run
+    double lossSum = 0, correct = 0;
+    double firstLoss = 0, lastLoss = 0; // mean per-sample loss over the first / last window of batches
+    int64_t firstReads = 0, lastReads = 0;
+    float learningRate = 0;
+    std::chrono::steady_clock::time_point start;
+  };
   Status start(TrainObserver &observer);
-  /// The error for a non-finite loss: which parameter or layer went bad first.
-  Status diverged(int64_t step, int64_t epoch, int64_t batch, float learningRate);
+  /// Reads (and clears) the loss sums into `state`, reports progress and
+  /// checks the loss is finite; `batchesRead` batches ended since the last read.
+  Status readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead, TrainObserver &observer);
+  /// The step loop of one epoch: true when the observer asked to stop.
+  Expected<bool> runSteps(EpochState &state, TrainObserver &observer);
+  /// The flat-loss hint after an epoch, once per run.
+  void flatLossHint(const EpochState &state, const EpochReport &report, double previousLoss,
+                    bool classification, TrainObserver &observer);
+  /// The error for a non-finite loss: which parameter or layer went bad
+  /// first, on the last `batch` samples, in input slot `inputSlot`.
+  Status diverged(int64_t step, int64_t epoch, int64_t batch, int inputSlot, float learningRate);
   Status writeMetrics(const std::string &line);
   /// Ends the run at the observer's request after `done` samples of (0-based)
   /// `epoch`: saves last.safetensors there unless the epoch is complete.
@@ -121,6 +150,8 @@ private:
   double firstLossSum_ = 0, firstCorrect_ = 0;
   int64_t bestEpoch_ = 0;
   double bestScore_ = 0;
+  int64_t logEvery_ = 1;
+  bool hinted_ = false;
   std::vector<std::string> metricsPaths_;
 };
 

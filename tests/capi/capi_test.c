@@ -251,6 +251,14 @@ static const char *const kGoodSettings[][2] = {
     {"task", "auto"},
     {"hidden_nodes", "20"},
     {"backend", "cpu"},
+    {"accumulate", "4"},
+    {"accumulate", ""},
+    {"log_every", "10"},
+    {"log_every", ""},
+    {"bucket_mb", "0.5"},
+    {"bucket_mb", ""},
+    {"cpu_isa", "baseline"},
+    {"cpu_isa", ""},
     {"optimizer", ""},
     {"init", ""},
     {"schedule", ""},
@@ -282,6 +290,12 @@ static const char *const kBadSettings[][3] = {
     {"backend", "gpu9", "cpu"},
     {"epsilon", "0", "epsilon"},
     {"epochs", "1e3", "epochs"},
+    {"accumulate", "0", "at least 1"},
+    {"log_every", "0", "at least 1"},
+    {"bucket_mb", "0", "positive"},
+    {"bucket_mb", "2000000", "1048576"},
+    {"optimizer", "adamw", "'adamw' is not one of sgd, adam, adadelta"},
+    {"normalize", "zscore", "setting 'normalize': unknown normalizer 'zscore'"},
 };
 
 static void testTrainSettings(void) {

@@ -216,9 +216,19 @@ TEST(Refusal, OtherBadFlagsAreUsageErrors) {
       {"--threads", [](TrainSettings &s) { s.threads = -1; }},
       {"--init-diameter", [](TrainSettings &s) { s.initDiameter = 0; }},
       {"--validation", [](TrainSettings &s) { s.validationFraction = 1; }},
-      {"--optimizer", [](TrainSettings &s) { s.optimizer = "rmsprop"; }},
-      {"--init", [](TrainSettings &s) { s.init = "zeros"; }},
-      {"--normalize", [](TrainSettings &s) { s.normalize = "zscore-ish"; }},
+      {"--accumulate", [](TrainSettings &s) { s.accumulate = 0; }},
+      {"--log-every", [](TrainSettings &s) { s.logEvery = -1; }},
+      {"--bucket-mb", [](TrainSettings &s) { s.bucketMb = 0; }},
+      // Typed values out of range, as an embedding program may set them.
+      {"--schedule",
+       [](TrainSettings &s) {
+         s.schedule.kind = Schedule::Kind::Step;
+         s.schedule.stepEpochs = 0;
+       }},
+      {"--normalize",
+       [](TrainSettings &s) {
+         s.normalize = Normalize{Normalize::Kind::Scale, -1};
+       }},
       {"--lr", [](TrainSettings &s) { s.learningRate = 0; }},
   };
   for (const Case &c : cases) {

@@ -148,12 +148,12 @@ TEST_P(Resume, TwoEpochsThenResumeEqualsFourStraight) {
   auto settings = [&](const std::string &out, int64_t epochs) {
     TrainSettings s = quickSettings(out, 11);
     s.epochs = epochs;
-    s.optimizer = c.optimizer;
+    s.optimizer = *parseOptimizer(c.optimizer);
     s.learningRate = c.learningRate;
     s.momentum = c.momentum;
     s.nesterov = c.nesterov;
     s.weightDecay = c.weightDecay;
-    s.schedule = c.schedule;
+    s.schedule = *parseSchedule(c.schedule);
     return s;
   };
   TrainResult straight = train(settings(tmp.file("straight"), 4));
@@ -304,7 +304,7 @@ TEST(ResumeRefusal, CheckpointOfAnotherOptimizerIsRefused) {
   TrainResult first = train(s);
   ASSERT_TRUE(first.ok()) << describe(first);
   TrainSettings adam = quickSettings(tmp.file("adam"));
-  adam.optimizer = "adam";
+  adam.optimizer = Optimizer::Adam;
   adam.learningRate.reset();
   adam.momentum = 0;
   adam.resume = tmp.file("sgd/last.safetensors");

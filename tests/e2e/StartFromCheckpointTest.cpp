@@ -210,7 +210,7 @@ TEST(InitFrom, ExplicitNormalizeRefitsAndSaysSo) {
   TempFolder tmp;
   TrainSettings gaussian = quickSettings(tmp.file("first"));
   gaussian.epochs = 1;
-  gaussian.normalize = "gaussian";
+  gaussian.normalize = *parseNormalize("gaussian");
   TrainResult first = trainNetwork(seedNet(), gaussian);
   ASSERT_TRUE(first.ok()) << describe(first);
   const std::string weights = tmp.file("first/last.safetensors");
@@ -225,7 +225,7 @@ TEST(InitFrom, ExplicitNormalizeRefitsAndSaysSo) {
             readCheckpoint(weights).metadata.at("normalizer"));
 
   s.outDir = tmp.file("refit");
-  s.normalize = "scale:255";
+  s.normalize = *parseNormalize("scale:255");
   SetupRecorder refit;
   ASSERT_TRUE(trainNetwork(seedNet(), s, &refit).ok());
   EXPECT_CONTAINS(refit.text,
@@ -288,7 +288,7 @@ TEST(ResumeNormalizer, KeepsTheRecordedNormalizerWhateverTheDataNowHolds) {
   TempFolder tmp;
   TrainSettings s = quickSettings(tmp.file("run"));
   s.epochs = 1;
-  s.normalize = "gaussian";
+  s.normalize = *parseNormalize("gaussian");
   TrainResult first = trainNetwork(seedNet(), s);
   ASSERT_TRUE(first.ok()) << describe(first);
   const std::string checkpoint = tmp.file("run/last.safetensors");
@@ -318,14 +318,14 @@ TEST(ResumeNormalizer, AnotherExplicitNormalizerIsRefusedNamingBoth) {
 
   TrainSettings resumed = quickSettings(tmp.file("run"));
   resumed.resume = checkpoint;
-  resumed.normalize = "scale:255";
+  resumed.normalize = *parseNormalize("scale:255");
   TrainResult r = trainNetwork(seedNet(), resumed);
   EXPECT_EQ(r.failure, FailureKind::Usage) << describe(r);
   EXPECT_CONTAINS(r.error,
                   "--normalize scale:255 differs from the normalizer minmax recorded in " + checkpoint);
   EXPECT_TRUE(readBytes(checkpoint) == before);
 
-  resumed.normalize = "minmax"; // the same one: accepted
+  resumed.normalize = *parseNormalize("minmax"); // the same one: accepted
   TrainResult same = trainNetwork(seedNet(), resumed);
   ASSERT_TRUE(same.ok()) << describe(same);
   EXPECT_EQ(same.epochs.size(), size_t(1));
@@ -361,7 +361,7 @@ TEST(RequiredMetadata, MissingKeysAreRefusedInsteadOfGuessed) {
   TrainResult refused = trainNetwork(seedNet(), init);
   EXPECT_EQ(refused.failure, FailureKind::Input) << describe(refused);
   EXPECT_CONTAINS(refused.error, "pass --normalize to fit one on the training data");
-  init.normalize = "minmax";
+  init.normalize = *parseNormalize("minmax");
   SetupRecorder setup;
   ASSERT_TRUE(trainNetwork(seedNet(), init, &setup).ok());
   EXPECT_CONTAINS(setup.text, "normalizer minmax (fitted on the training data; " + noNormalizer +

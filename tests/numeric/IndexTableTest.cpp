@@ -6,7 +6,8 @@
 // Padding, −LowerPad with pads; outside [0, I) a dummy, -1); the destination
 // coordinate of map m_d is m_d·N[d] + j_d (map-major, row-major over the
 // destination's natural shape); kernel (m, u) -- map m, position u along the
-// unshared dimensions -- owns weights row m·groups + u, bias first (D4); a
+// unshared dimensions -- owns weights row m·groups + u and kernel bias
+// m·groups + u (one checkpoint row, bias first: D4); a
 // response norm scales the central cell c = (K−1)/2 of its window (§6.3,
 // §6.5). Literal entries are spelled out for the seed network (examples/
 // mnist.net) and padded cases; whole tables are also compared with an
@@ -80,7 +81,7 @@ Compiled seedNetwork() {
   c.compilation =
       compileSource(SourceFile("mnist.net", readFile(sourcePath("examples/mnist.net"))), {}, Stage::Passes);
   EXPECT_EQ(c.compilation->diags.errorCount(), 0u) << describeDiagnostics(*c.compilation);
-  auto p = plan::buildPlan(c.compilation->network, {true, 0, false});
+  auto p = plan::buildPlan(c.compilation->network, {true, {}, false});
   EXPECT_TRUE(p.ok());
   if (p.ok())
     c.plan = std::move(*p);
@@ -131,11 +132,15 @@ TEST(IndexTables, SeedConv2ByHand) {
   EXPECT_EQ(t.s(2, 3, 7), 332);
   EXPECT_EQ(t.s(9, 4, 24), 1250 - 1);
   expectConvolutionMatches(c, "Conv2", {{5, 1, 1, false, 0, 0, false, 10}, {13, 5, 2}, {13, 5, 2}});
-  // D4: weights [kernels = 50, 1 + 25], kernel (m, u) at row m·5 + u.
+  // D4: weights [kernels = 50, 25] and kernel biases [50], kernel (m, u) at
+  // row m·5 + u (one checkpoint tensor [50, 1 + 25], bias first).
   const plan::Op &op = forwardOp(c, "Conv2");
   for (const plan::Parameter &p : c.plan.parameters) {
     if (p.buffer == op.in[1]) {
-      EXPECT_EQ(p.shape, (std::vector<int64_t>{50, 26}));
+      EXPECT_EQ(p.shape, (std::vector<int64_t>{50, 25}));
+      ASSERT_GE(p.kernelBias, 0);
+      EXPECT_EQ(c.plan.parameters[static_cast<size_t>(p.kernelBias)].buffer, op.in[4]);
+      EXPECT_EQ(c.plan.parameters[static_cast<size_t>(p.kernelBias)].shape, (std::vector<int64_t>{50}));
     }
   }
 }
@@ -144,7 +149,7 @@ TEST(IndexTables, SeedConv2ByHand) {
 /// (kernel (m = 2, u = 3): row 13, bias 0.5, cell k = 12 weight 2): exactly
 /// the nodes scatter[2][3][·] are non-zero, each 0.5 + 2·x[gather[3][·][12]],
 /// through the fast and the reference kernels.
-TEST(IndexTables, SeedConv2KernelRowAndBiasFirst) {
+TEST(IndexTables, SeedConv2KernelRowAndItsBias) {
   Compiled c = seedNetwork();
   const plan::Plan &plan = c.plan;
   size_t opIndex = 0;
@@ -163,9 +168,9 @@ TEST(IndexTables, SeedConv2KernelRowAndBiasFirst) {
     std::vector<float> &x = state[static_cast<size_t>(op.in[0])];
     for (size_t i = 0; i < x.size(); ++i)
       x[i] = static_cast<float>(i % 845) / 100.0f + (i >= 845 ? 20.0f : 0.0f); // sample 1 differs
-    std::vector<float> &w = state[static_cast<size_t>(op.in[1])];
-    w[13 * 26 + 0] = 0.5f;
-    w[13 * 26 + 1 + 12] = 2.0f;
+    // Kernel row 13 (m = 2, u = 3): its bias and weight 12.
+    state[static_cast<size_t>(op.in[4])][13] = 0.5f;
+    state[static_cast<size_t>(op.in[1])][13 * 25 + 12] = 2.0f;
     m.restore(state);
     m.run(opIndex, opIndex + 1);
     const std::vector<float> y = m.read(op.out[0]);

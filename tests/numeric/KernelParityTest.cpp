@@ -38,6 +38,11 @@ std::vector<NetCase> parityCases() {
   std::vector<NetCase> cases = fixedNetworks();
   for (uint32_t seed = 1; seed <= 24; ++seed)
     cases.push_back(randomGeometryNetwork(seed));
+  // Gradient accumulation: the zeroing op and every gradient op adding.
+  NetCase accumulating = cases.front();
+  accumulating.name += "_accumulate";
+  accumulating.accumulate = true;
+  cases.push_back(accumulating);
   return cases;
 }
 
@@ -55,7 +60,7 @@ class Parity : public ::testing::TestWithParam<NetCase> {};
 /// one sample a second machine per set runs with 2 threads.
 TEST_P(Parity, EachOpMatchesItsReference) {
   const NetCase &net = GetParam();
-  Compiled compiled = compileAndPlan(net.text, net.options);
+  Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
   ASSERT_GT(compiled.plan.ops.size(), 0u) << net.text;
   const plan::Plan &plan = compiled.plan;
   const int64_t batches[] = {1, 3, 19};
@@ -70,13 +75,10 @@ TEST_P(Parity, EachOpMatchesItsReference) {
     };
     std::vector<FastPair> fast;
     for (std::string_view set : runtime::cpu::instructionSets()) {
-      FastPair pair{
-          std::string(set),
-          std::make_unique<Machine>(plan, batch, runtime::BackendOptions{1, false, std::string(set)}),
-          nullptr};
+      FastPair pair{std::string(set),
+                    std::make_unique<Machine>(plan, batch, MachineKind{1, false, std::string(set)}), nullptr};
       if (threads)
-        pair.two =
-            std::make_unique<Machine>(plan, batch, runtime::BackendOptions{2, false, std::string(set)});
+        pair.two = std::make_unique<Machine>(plan, batch, MachineKind{2, false, std::string(set)});
       fast.push_back(std::move(pair));
     }
     reference.restore(randomState(plan, batch, 1000u + static_cast<uint32_t>(batch)));
@@ -164,7 +166,7 @@ TEST(MaxPool, TiesGoToTheFirstMaximalCell) {
     }
   for (std::string_view set : runtime::cpu::instructionSets()) {
     SCOPED_TRACE(std::string(set));
-    Machine fast(plan, batch, runtime::BackendOptions{1, false, std::string(set)});
+    Machine fast(plan, batch, MachineKind{1, false, std::string(set)});
     fast.restore(state);
     fast.run(pool, pool + 1);
     fast.run(grad, grad + 1);
@@ -257,7 +259,7 @@ TEST(ParityCoverage, CorpusCoversEveryOpKernelAndFunction) {
   std::set<ir::KernelKind> kernels;
   std::set<ir::Activation> functions;
   for (const NetCase &net : parityCases()) {
-    Compiled compiled = compileAndPlan(net.text, net.options);
+    Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
     for (const plan::Op &op : compiled.plan.ops) {
       ops.insert(op.kind);
       if (std::holds_alternative<plan::ConvAttrs>(op.attrs))

@@ -29,16 +29,16 @@ std::vector<Lifetime> lifetimes(const plan::Plan &plan) {
         life[static_cast<size_t>(b)].last = std::max(life[static_cast<size_t>(b)].last, i);
       }
   }
-  for (int pinned : {plan.features, plan.labels, plan.output})
-    life[static_cast<size_t>(pinned)] = {0, plan.ops.size()};
+  life[static_cast<size_t>(plan.output)] = {0, plan.ops.size()};
   for (Lifetime &l : life)
     if (l.first == SIZE_MAX) // never used: treat as live throughout
       l = {0, plan.ops.size()};
   return life;
 }
 
-/// Every pair of batch-scaled buffers: overlapping lifetimes (or no reuse at
-/// all) must mean disjoint arena ranges.
+/// Every pair of batch-scaled buffers in the activation arena: overlapping
+/// lifetimes (or no reuse at all) must mean disjoint arena ranges; every
+/// offset is 256-byte aligned; the inputs have an arena of their own.
 void expectNoConflicts(const plan::Plan &plan, bool reuse) {
   const std::vector<Lifetime> life = lifetimes(plan);
   int64_t sum = 0;
@@ -47,8 +47,13 @@ void expectNoConflicts(const plan::Plan &plan, bool reuse) {
     const plan::Buffer &buffer = plan.buffers[b];
     if (!buffer.batchScaled())
       continue;
+    EXPECT_EQ(buffer.arenaOffset % plan::kAlignElements, 0) << buffer.name;
+    if (buffer.isInput()) {
+      EXPECT_LE(buffer.arenaOffset + buffer.perSample, plan.memory.inputsPerSample) << buffer.name;
+      continue;
+    }
     scaled.push_back(b);
-    sum += buffer.perSample;
+    sum += plan::alignElements(buffer.perSample);
     EXPECT_GE(buffer.arenaOffset, 0) << buffer.name;
     EXPECT_LE(buffer.arenaOffset + buffer.perSample, plan.memory.arenaPerSample) << buffer.name;
   }
@@ -89,7 +94,7 @@ Compiled compileExampleFile(const std::string &name, CompileOptions options, boo
   const std::string path = sourcePath("examples/" + name);
   c.compilation = compileSource(SourceFile(path, readFile(path)), options, Stage::Passes);
   EXPECT_EQ(c.compilation->diags.errorCount(), 0u) << describeDiagnostics(*c.compilation);
-  auto p = plan::buildPlan(c.network(), {true, 0, reuse});
+  auto p = plan::buildPlan(c.network(), {true, {}, reuse});
   EXPECT_TRUE(p.ok());
   if (p.ok())
     c.plan = std::move(*p);
@@ -110,10 +115,10 @@ TEST(MemoryPlan, TestNetworksHaveNoOverlappingLiveBuffers) {
   for (const NetCase &net : fixedNetworks())
     for (bool reuse : {true, false}) {
       SCOPED_TRACE(fmt::format("{} reuse={}", net.name, reuse));
-      Compiled c = compileAndPlan(net.text, net.options, {true, 0, reuse});
+      Compiled c = compileAndPlan(net.text, net.options, {true, {}, reuse});
       expectNoConflicts(c.plan, reuse);
       // Inference plans too.
-      auto inference = plan::buildPlan(c.network(), {false, 0, reuse});
+      auto inference = plan::buildPlan(c.network(), {false, {}, reuse});
       ASSERT_TRUE(inference.ok());
       expectNoConflicts(*inference, reuse);
     }
@@ -142,8 +147,8 @@ TEST(MemoryPlan, ReuseDoesNotChangeResults) {
   cases.push_back({"lenet5", readFile(sourcePath("examples/lenet5.net")), {}});
   for (const NetCase &net : cases) {
     SCOPED_TRACE(net.name);
-    Compiled reused = compileAndPlan(net.text, net.options, {true, 0, true});
-    Compiled plain = compileAndPlan(net.text, net.options, {true, 0, false});
+    Compiled reused = compileAndPlan(net.text, net.options, {true, {}, true});
+    Compiled plain = compileAndPlan(net.text, net.options, {true, {}, false});
     ASSERT_EQ(reused.plan.buffers.size(), plain.plan.buffers.size());
     const int64_t batch = 3;
     const State initial = randomState(plain.plan, batch, 31);
@@ -169,12 +174,12 @@ TEST(MemoryPlan, ReuseDoesNotChangeResults) {
 TEST(MemoryPlan, PartialBatchOnALargerLoadMatches) {
   for (const NetCase &net : fixedNetworks()) {
     SCOPED_TRACE(net.name);
-    Compiled c = compileAndPlan(net.text, net.options, {true, 0, true});
+    Compiled c = compileAndPlan(net.text, net.options, {true, {}, true});
     const plan::Plan &plan = c.plan;
     const int64_t batch = 3;
     const State initial = randomState(plan, batch, 17);
     Machine exact(plan, batch, {1, false, {}});
-    std::unique_ptr<runtime::Backend> larger = runtime::makeCpuBackend({1, false, {}});
+    std::unique_ptr<runtime::Backend> larger = runtime::makeCpuBackend({1, 0, {}});
     ASSERT_TRUE(larger->load(plan, 5).ok());
     for (int buffer : {plan.features, plan.labels}) {
       exact.write(buffer, initial[static_cast<size_t>(buffer)]);
@@ -185,7 +190,8 @@ TEST(MemoryPlan, PartialBatchOnALargerLoadMatches) {
       larger->write(p.buffer, initial[static_cast<size_t>(p.buffer)]);
     }
     exact.run(0, plan.ops.size());
-    larger->run(0, plan.ops.size(), batch, {});
+    larger->write(plan.scalars, optim::stepScalars({}, 0.1f, 1, batch, batch));
+    larger->run(0, plan.ops.size(), batch);
     auto readLarger = [&](int buffer) {
       std::vector<float> out(elementsOf(plan.buffers[static_cast<size_t>(buffer)], batch));
       larger->read(buffer, out);
@@ -203,8 +209,8 @@ TEST(MemoryPlan, PartialBatchOnALargerLoadMatches) {
 TEST(MemoryPlan, InferencePlanMatchesTrainingForward) {
   for (const NetCase &net : fixedNetworks()) {
     SCOPED_TRACE(net.name);
-    Compiled c = compileAndPlan(net.text, net.options, {true, 0, true});
-    auto inference = plan::buildPlan(c.network(), {false, 0, true});
+    Compiled c = compileAndPlan(net.text, net.options, {true, {}, true});
+    auto inference = plan::buildPlan(c.network(), {false, {}, true});
     ASSERT_TRUE(inference.ok());
     EXPECT_EQ(inference->lossEnd, inference->ops.size());
     EXPECT_EQ(inference->backwardEnd, inference->ops.size());
@@ -276,9 +282,10 @@ TEST(MemoryPlan, TableSizesFromTheGeometryMatchTheBuiltTables) {
     cases.push_back({name, readFile(sourcePath(std::string("examples/") + name)), {}});
   for (const NetCase &net : cases) {
     SCOPED_TRACE(net.name);
-    plan::PlanOptions sizesOnly{true, 1, true};
+    plan::PlanOptions sizesOnly{true, {plan::OptimizerKind::Sgd, {0.1f, 0.9f}}, true};
     sizesOnly.buildTables = false;
-    Compiled full = compileAndPlan(net.text, net.options, {true, 1, true});
+    Compiled full =
+        compileAndPlan(net.text, net.options, {true, {plan::OptimizerKind::Sgd, {0.1f, 0.9f}}, true});
     Compiled sized = compileAndPlan(net.text, net.options, sizesOnly);
     ASSERT_EQ(full.plan.buffers.size(), sized.plan.buffers.size());
     for (size_t b = 0; b < full.plan.buffers.size(); ++b) {
@@ -338,10 +345,12 @@ TEST(MemoryPlan, FixedBuffersOverTheLimitAreRefusedBeforeTheyAreBuilt) {
 /// billion samples with the size, the limit and the largest batch that
 /// fits; a batch whose byte count overflows says so.
 TEST(MemoryPlan, CheckPlanFitsNamesTheLargestBatchThatFits) {
-  Compiled c = compileAndPlan(readFile(sourcePath("examples/mnist.net")), {}, {true, 0, true});
+  Compiled c = compileAndPlan(readFile(sourcePath("examples/mnist.net")), {}, {true, {}, true});
   const uint64_t limit = uint64_t{1} << 30;
   EXPECT_TRUE(plan::checkPlanFits(c.plan, 128, limit).ok());
-  const uint64_t perSample = static_cast<uint64_t>(c.plan.memory.arenaPerSample) * 4;
+  const uint64_t perSample = static_cast<uint64_t>(c.plan.memory.arenaPerSample +
+                                                   c.plan.inputSlots * c.plan.memory.inputsPerSample) *
+                             4;
   const uint64_t fixed = static_cast<uint64_t>(c.plan.memory.fixedElements) * 4;
   const int64_t fits = static_cast<int64_t>((limit - fixed) / perSample);
   EXPECT_TRUE(plan::checkPlanFits(c.plan, fits, limit).ok());

@@ -202,19 +202,19 @@ private:
     EXPECT_EQ(a.positions, e.positions);
     EXPECT_EQ(a.maps, e.maps);
     std::vector<double> y = prior(op);
-    const std::vector<float> &x = in(op, 0), &w = in(op, 1);
-    const int64_t row = 1 + e.window;
+    // Kernel (m, u): weights row m·U+u of [kernels × window], its bias element m·U+u (in[4]).
+    const std::vector<float> &x = in(op, 0), &w = in(op, 1), &bias = in(op, 4);
     for (int64_t b = 0; b < batch_; ++b)
       for (int64_t m = 0; m < e.maps; ++m)
         for (int64_t u = 0; u < e.groups; ++u)
           for (int64_t p = 0; p < e.positions; ++p) {
-            const size_t kernel = static_cast<size_t>((m * e.groups + u) * row);
-            double sum = w[kernel];
+            const size_t kernel = static_cast<size_t>(m * e.groups + u);
+            double sum = bias[kernel];
             for (int64_t k = 0; k < e.window; ++k) {
               const int32_t s = e.gather[static_cast<size_t>((u * e.positions + p) * e.window + k)];
               if (s >= 0)
-                sum +=
-                    double(w[kernel + 1 + static_cast<size_t>(k)]) * x[static_cast<size_t>(b * a.inputs + s)];
+                sum += double(w[kernel * static_cast<size_t>(e.window) + static_cast<size_t>(k)]) *
+                       x[static_cast<size_t>(b * a.inputs + s)];
             }
             y[static_cast<size_t>(
                 b * a.outputs + e.scatter[static_cast<size_t>((m * e.groups + u) * e.positions + p)])] += sum;
@@ -295,11 +295,12 @@ private:
     return {y};
   }
 
-  /// D16: mean loss over the batch; the metrics hold [loss sum, correct count].
+  /// D16: mean loss over the batch (the step is this one batch); the
+  /// metrics, cleared before the run, hold [loss sum, correct count, 0].
   Expectation loss(const plan::Op &op) const {
     const int64_t n = op.get<plan::LossAttrs>().nodes;
     const std::vector<float> &y = in(op, 0), &labels = in(op, 1);
-    std::vector<double> gradient(y.size()), metrics(2, 0.0);
+    std::vector<double> gradient(y.size()), metrics(plan::kMetricCount, 0.0);
     for (int64_t b = 0; b < batch_; ++b) {
       const float label = labels[static_cast<size_t>(b)];
       auto target = [&](int64_t k) {

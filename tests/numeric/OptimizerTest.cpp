@@ -36,7 +36,9 @@ struct Param {
   }
   void apply(const std::vector<float> &g, float lr, bool reference = false) {
     ++step;
-    auto fn = reference ? referenceUpdate : update;
+    using Update = void (*)(OptimizerKind, float *, const float *, float *const *, int64_t,
+                            const Hyperparameters &, int64_t, float);
+    Update fn = reference ? Update(&referenceUpdate) : Update(&update);
     fn(kind, w.data(), g.data(), slotPointers.empty() ? nullptr : slotPointers.data(), int64_t(w.size()), hp,
        step, lr);
   }

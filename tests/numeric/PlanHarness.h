@@ -11,6 +11,7 @@
 #include "codegen/Codegen.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/optim/Optimizer.h"
 #include "tests/SourceFiles.h"
 
 #include <gtest/gtest.h>
@@ -65,7 +66,7 @@ inline std::unique_ptr<Compilation> compileText(std::string_view text, const Com
 /// Compiles `text` and builds its plan (training by default, no memory
 /// reuse unless asked, so every buffer still holds its value after a run).
 inline Compiled compileAndPlan(std::string_view text, const CompileOptions &options = {},
-                               plan::PlanOptions planOptions = {true, 0, false}) {
+                               plan::PlanOptions planOptions = {true, {}, false}) {
   Compiled out;
   out.compilation = compileText(text, options);
   if (out.compilation->diags.errorCount() != 0)
@@ -83,19 +84,35 @@ inline size_t elementsOf(const plan::Buffer &buffer, int64_t batch) {
 }
 
 /// Whether the tests treat `buffer` as float data to copy and compare
-/// (tables are int32).
+/// (tables are int32; a whole flat arena is copied through its views, the
+/// workspace is scratch).
 inline bool isFloatData(const plan::Buffer &buffer) {
-  return buffer.type == plan::ElementType::F32;
+  switch (buffer.role) {
+  case plan::BufferRole::ParameterArena:
+  case plan::BufferRole::GradientArena:
+  case plan::BufferRole::StateArena:
+  case plan::BufferRole::Workspace: return false;
+  default: return buffer.type == plan::ElementType::F32;
+  }
 }
 
 /// Every float buffer's contents, by buffer index (empty for the others).
 using State = std::vector<std::vector<float>>;
 
+/// Which CPU backend a Machine runs: threads, the reference kernels or the
+/// fast ones, and for those the instruction set (empty: the best).
+struct MachineKind {
+  int threads = 1;
+  bool reference = false;
+  std::string variant;
+};
+
 /// A plan loaded on one CPU backend with a fixed batch.
 class Machine {
 public:
-  Machine(const plan::Plan &plan, int64_t batch, runtime::BackendOptions options)
-      : plan_(&plan), batch_(batch), backend_(runtime::makeCpuBackend(options)) {
+  Machine(const plan::Plan &plan, int64_t batch, const MachineKind &kind)
+      : plan_(&plan), batch_(batch),
+        backend_(runtime::makeCpuBackend({kind.threads, 0, kind.variant}, kind.reference)) {
     Status s = backend_->load(plan, batch);
     EXPECT_TRUE(s.ok()) << s.message();
   }
@@ -127,8 +144,17 @@ public:
         write(static_cast<int>(b), state[b]);
   }
 
-  void run(size_t first, size_t last, const runtime::UpdateSettings &update = {}) {
-    backend_->run(first, last, batch_, update);
+  /// Runs ops [first, last) as one training step `step` at `learningRate`
+  /// (the step scalars written first, the metrics sums cleared).
+  void run(size_t first, size_t last, float learningRate = 0.1f, int64_t step = 1) {
+    plan::UpdateRule rule;
+    for (const plan::Op &op : plan_->ops)
+      if (op.kind == plan::OpKind::Update)
+        rule = op.get<plan::UpdateAttrs>().rule;
+    const auto scalars = optim::stepScalars(rule, learningRate, step, batch_, batch_);
+    backend_->write(plan_->scalars, scalars);
+    backend_->write(plan_->metrics, std::vector<float>(plan::kMetricCount, 0.0f));
+    backend_->run(first, last, batch_);
     backend_->synchronize();
   }
 

@@ -12,6 +12,7 @@
 // gradient reaches a parameter (the finite-difference test relies on it).
 #pragma once
 
+#include "codegen/Codegen.h"
 #include "netc/Types.h"
 
 #include <fmt/format.h>
@@ -28,7 +29,17 @@ struct NetCase {
   std::string name; // GoogleTest-safe
   std::string text;
   CompileOptions options;
+  /// Plan it for gradient accumulation (a zero-gradients op, gradient ops that add).
+  bool accumulate = false;
 };
+
+/// The training plan options of `net`: no memory reuse (every buffer keeps
+/// its value), accumulation as the case asks.
+inline plan::PlanOptions planOptionsOf(const NetCase &net) {
+  plan::PlanOptions options{true, {}, false};
+  options.accumulateGradients = net.accumulate;
+  return options;
+}
 
 /// GoogleTest prints a case by its name (not as bytes).
 inline void PrintTo(const NetCase &net, std::ostream *os) {

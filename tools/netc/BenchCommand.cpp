@@ -93,6 +93,7 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--batch", s.batch, int64_t{1}, kMaxInt64, "Samples per step");
   addThreadsOption(*cmd, s.threads);
   addMaxMemoryOption(*cmd, s.maxMemory);
+  addCpuIsaOption(*cmd, s.cpuIsa);
   addIntegerOption(*cmd, "--warmup", s.warmup, int64_t{0}, kMaxInt64, "Untimed steps first");
   addIntegerOption(*cmd, "--iterations", s.iterations, int64_t{1}, kMaxInt64, "Timed steps per repeat");
   addIntegerOption(*cmd, "--repeats", s.repeats, int64_t{1}, kMaxInt64, "Repeats (the median is reported)");

@@ -5,6 +5,7 @@
 #include "support/DiagnosticPrinter.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
@@ -93,6 +94,16 @@ CLI::Option *addThreadsOption(CLI::App &app, int &threads) {
               "take turns, which is usually slower (0 uses every core)\n",
               value, cores);
       });
+}
+
+CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa) {
+  if (const char *env = std::getenv("NETC_CPU_ISA"))
+    isa = env;
+  return app
+      .add_option("--cpu-isa", isa,
+                  "CPU backend: the fast kernels' instruction set, avx512, avx2 or baseline (default: "
+                  "$NETC_CPU_ISA, else the best this processor supports)")
+      ->type_name("NAME");
 }
 
 CLI::Option *addPathOption(CLI::App &app, const std::string &name, std::string &field,

@@ -91,6 +91,11 @@ CLI::Option *addIntegerOption(CLI::App &app, const std::string &name, std::optio
 /// machine's cores.
 CLI::Option *addThreadsOption(CLI::App &app, int &threads);
 
+/// --cpu-isa NAME into `isa`, which starts as $NETC_CPU_ISA (the only place
+/// netc reads it): the CPU backend's instruction set; empty: the best the
+/// processor supports.
+CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa);
+
 /// A path option that refuses an empty value (`--out ''`), which would
 /// otherwise silently mean the default; `meaning` says what to give instead.
 CLI::Option *addPathOption(CLI::App &app, const std::string &name, std::string &field,

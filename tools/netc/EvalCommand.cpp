@@ -78,6 +78,7 @@ void addEvalCommand(CLI::App &app, int &exitCode) {
                    "Samples per forward pass");
   addThreadsOption(*cmd, args->model.threads);
   addMaxMemoryOption(*cmd, args->model.maxMemory);
+  addCpuIsaOption(*cmd, args->model.cpuIsa);
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

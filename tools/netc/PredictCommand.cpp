@@ -171,6 +171,7 @@ void addPredictCommand(CLI::App &app, int &exitCode) {
                    "How many classes to show per input");
   addThreadsOption(*cmd, args->model.threads);
   addMaxMemoryOption(*cmd, args->model.maxMemory);
+  addCpuIsaOption(*cmd, args->model.cpuIsa);
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -36,7 +36,7 @@ struct PlannedMemory {
 PlannedMemory planMemoryOf(const ir::Network &net) {
   PlannedMemory m;
   plan::PlanOptions training, inference;
-  training.optimizerStateSlots = 1; // SGD with momentum
+  training.update.hyper.momentum = 0.9f; // SGD with momentum: one state slot
   inference.training = false;
   for (plan::PlanOptions *options : {&training, &inference}) {
     options->buildTables = false;
@@ -47,9 +47,11 @@ PlannedMemory planMemoryOf(const ir::Network &net) {
   if (!trainPlan || !inferPlan)
     return m;
   m.available = true;
-  m.trainPerSample = trainPlan->memory.arenaPerSample * 4;
+  m.trainPerSample =
+      (trainPlan->memory.arenaPerSample + trainPlan->inputSlots * trainPlan->memory.inputsPerSample) * 4;
   m.trainFixed = trainPlan->memory.fixedElements * 4;
-  m.inferPerSample = inferPlan->memory.arenaPerSample * 4;
+  m.inferPerSample =
+      (inferPlan->memory.arenaPerSample + inferPlan->inputSlots * inferPlan->memory.inputsPerSample) * 4;
   m.inferFixed = inferPlan->memory.fixedElements * 4;
   return m;
 }

@@ -107,6 +107,10 @@ struct TrainArgs {
   TrainSettings settings;
   std::optional<float> learningRate;
   std::optional<uint64_t> seed;
+  std::optional<int64_t> logEvery;
+  // Parsed into settings by parseSettingTexts.
+  std::string optimizer = "sgd", schedule = "constant", init = "uniform";
+  std::optional<std::string> normalize;
   std::string task = "auto";
   std::string progress = "auto";
   bool quiet = false;
@@ -176,12 +180,43 @@ void reportInterrupted(const TrainResult &r, const std::vector<std::string> &com
                resumeCommand(commandLine, r.checkpoint).c_str());
 }
 
+/// Parses the flags given as names (--optimizer, --schedule, --init,
+/// --normalize) into the settings; what is wrong with the first bad one
+/// otherwise.
+std::optional<std::string> parseSettingTexts(TrainArgs &args) {
+  TrainSettings &s = args.settings;
+  auto take = [](auto parsed, auto &field) -> std::optional<std::string> {
+    if (!parsed)
+      return parsed.error;
+    field = *parsed;
+    return std::nullopt;
+  };
+  if (auto problem = take(parseOptimizer(args.optimizer), s.optimizer))
+    return problem;
+  if (auto problem = take(parseSchedule(args.schedule), s.schedule))
+    return problem;
+  if (auto problem = take(parseInit(args.init), s.init))
+    return problem;
+  if (args.normalize) {
+    Normalize normalize;
+    if (auto problem = take(parseNormalize(*args.normalize), normalize))
+      return problem;
+    s.normalize = normalize;
+  }
+  return std::nullopt;
+}
+
 int runTrain(TrainArgs &args) {
   if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
     return kUsageError;
+  if (auto problem = parseSettingTexts(args)) {
+    std::fprintf(stderr, "netc: error: %s\n", problem->c_str());
+    return kUsageError;
+  }
   TrainSettings &s = args.settings;
   s.learningRate = args.learningRate;
   s.seed = args.seed;
+  s.logEvery = args.logEvery.value_or(0); // 0: the backend's choice
   if (args.task != "auto") {
     s.task = args.task == "multiclass" ? Task::Multiclass
              : args.task == "binary"   ? Task::Binary
@@ -229,23 +264,26 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                    "Passes over the training data (Azure: 100 learning iterations)");
   addIntegerOption(*cmd, "--batch", s.batch, int64_t{1}, kMaxInt64,
                    "Samples per update (Azure/MicrosoftML: 1, online SGD)");
+  addIntegerOption(*cmd, "--accumulate", s.accumulate, int64_t{1}, kMaxInt64,
+                   "Micro-batches K of --batch samples per optimizer step: the same update as one batch K "
+                   "times larger, in the memory of one --batch");
   cmd->add_option("--lr", args->learningRate,
                   "Learning rate (default: Azure's 0.1 for sgd; 0.001 for adam; 1 for adadelta)");
   cmd->add_option("--momentum", s.momentum, "SGD momentum (Azure: 0)")->capture_default_str();
   cmd->add_flag("--nesterov", s.nesterov, "Nesterov momentum (needs --momentum > 0)");
   cmd->add_option("--weight-decay", s.weightDecay, "L2 weight decay")->capture_default_str();
-  cmd->add_option("--optimizer", s.optimizer, "sgd, adam or adadelta (the original engine's adaDeltaSgd)")
+  cmd->add_option("--optimizer", args->optimizer, "sgd, adam or adadelta (the original engine's adaDeltaSgd)")
       ->capture_default_str();
   cmd->add_option("--beta1", s.beta1, "Adam beta1")->capture_default_str();
   cmd->add_option("--beta2", s.beta2, "Adam beta2")->capture_default_str();
   cmd->add_option("--epsilon", s.epsilon, "Adam epsilon")->capture_default_str();
   cmd->add_option("--decay", s.decay, "AdaDelta decay (rho)")->capture_default_str();
   cmd->add_option("--conditioning", s.conditioning, "AdaDelta conditioning constant")->capture_default_str();
-  cmd->add_option("--schedule", s.schedule,
+  cmd->add_option("--schedule", args->schedule,
                   "Learning-rate schedule: constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]")
       ->capture_default_str();
   cmd->add_option(
-         "--init", s.init,
+         "--init", args->init,
          "Initialisation: uniform (NETSHARP D15, in ±diameter/2), xavier or he (for deep or ReLU networks)")
       ->capture_default_str();
   cmd->add_option("--init-diameter", s.initDiameter,
@@ -256,7 +294,7 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                    "printed; Azure: blank)");
   addThreadsOption(*cmd, s.threads);
   addMaxMemoryOption(*cmd, s.maxMemory);
-  cmd->add_option("--normalize", s.normalize,
+  cmd->add_option("--normalize", args->normalize,
                   "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian, "
                   "scale:S (x / S, e.g. scale:255 for 8-bit pixels) or none (default: minmax; with --resume "
                   "or --init-from, the one recorded in the checkpoint)");
@@ -294,6 +332,14 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                   "layer); several names, or a comma-separated list")
       ->delimiter(',');
   cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
+  addCpuIsaOption(*cmd, s.cpuIsa);
+  addIntegerOption(*cmd, "--log-every", args->logEvery, int64_t{1}, kMaxInt64,
+                   "Read the loss and accuracy from the backend, report progress and check for divergence "
+                   "every N steps (default: the backend's choice, 1 on the CPU)");
+  cmd->add_option("--bucket-mb", s.bucketMb,
+                  "MiB of gradients a data-parallel run all-reduces at once (a gradient bucket)")
+      ->type_name("MB")
+      ->capture_default_str();
   cmd->add_option("--progress", args->progress, "auto, bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
