@@ -58,6 +58,11 @@ Tile tileOf(int64_t index, int64_t count, int64_t limit) {
 template <int Maps>
 void convolveTile(const float *const *rows, int64_t window, const float *const *kernel, const float *bias,
                   float *const *out, int64_t chunks, bool accumulate) {
+  // The weight rows in locals: GCC then keeps them in registers across the
+  // window loop (read through `kernel`, it reloads them every cell).
+  const float *weights[Maps];
+  for (int j = 0; j < Maps; ++j)
+    weights[j] = kernel[j];
   for (int64_t b0 = 0; b0 < chunks * kLaneChunk; b0 += kLaneChunk) {
     LaneVector acc[Maps];
     for (int j = 0; j < Maps; ++j)
@@ -67,7 +72,7 @@ void convolveTile(const float *const *rows, int64_t window, const float *const *
         continue;
       const LaneVector v = loadLanes(rows[k] + b0);
       for (int j = 0; j < Maps; ++j)
-        acc[j] += kernel[j][k] * v;
+        acc[j] += weights[j][k] * v;
     }
     for (int j = 0; j < Maps; ++j)
       storeLanes(out[j] + b0, accumulate ? loadLanes(out[j] + b0) + acc[j] : acc[j]);
