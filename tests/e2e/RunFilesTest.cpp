@@ -316,6 +316,45 @@ TEST(Interrupt, AStopMidEpochSavesACheckpointThatResumesBitIdentically) {
   EXPECT_EQ(resumed.steps, whole.steps);
 }
 
+TEST(Interrupt, AnAccumulatingRunStoppedMidEpochResumesBitIdentically) {
+  TempFolder tmp;
+  // --batch 16 --accumulate 2: optimizer steps of 32 samples, 16 an epoch.
+  auto accumulating = [&](const std::string &name) {
+    TrainSettings s = quickSettings(tmp.file(name));
+    s.batch = 16;
+    s.accumulate = 2;
+    return s;
+  };
+  TrainSettings straight = accumulating("straight");
+  TrainResult whole = trainNetwork(seedNet(), straight);
+  ASSERT_TRUE(whole.ok()) << describe(whole);
+  EXPECT_EQ(whole.steps, 2 * 16);
+
+  TrainSettings s = accumulating("stopped");
+  StopAfter stop(20); // 4 optimizer steps (128 samples) into epoch 2
+  TrainResult stopped = trainNetwork(seedNet(), s, &stop);
+  ASSERT_TRUE(stopped.ok()) << describe(stopped);
+  ASSERT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.stoppedSample, 128);
+  EXPECT_EQ(stopped.steps, 20);
+
+  s.resume = stopped.checkpoint;
+  TrainSettings other = s;
+  other.accumulate = 1;
+  TrainResult refused = trainNetwork(seedNet(), other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_CONTAINS(refused.error, "pass --batch 16 --accumulate 2 without --no-shuffle");
+
+  TrainResult resumed = trainNetwork(seedNet(), s);
+  ASSERT_TRUE(resumed.ok()) << describe(resumed);
+  EXPECT_EQ(compareTensors(readCheckpoint(straight.outDir + "/last.safetensors"),
+                           readCheckpoint(s.outDir + "/last.safetensors")),
+            "");
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.epochs[0].trainLoss, whole.epochs[1].trainLoss);
+  EXPECT_EQ(resumed.steps, whole.steps);
+}
+
 // ---- 8. netc train and SIGINT ----
 
 #ifdef NETC_BINARY
