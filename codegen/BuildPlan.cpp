@@ -512,6 +512,8 @@ private:
       const int arena = fixedBuffer(fmt::format("state{}", s), BufferRole::StateArena, {plan_.arenaElements});
       plan_.stateArenas.push_back(arena);
       for (Parameter &param : plan_.parameters) {
+        if (!param.trained) // never updated: no state (nor a checkpoint tensor for it)
+          continue;
         const int view =
             fixedBuffer(fmt::format("{}.state{}", param.name, s), BufferRole::OptimizerState, param.shape);
         plan_.buffers[static_cast<size_t>(view)].viewOf = arena;

@@ -238,13 +238,14 @@ public:
     // since load, e.g. a reference and a fast backend side by side).
     if (cpu::threadCount() != threads())
       cpu::setThreadCount(threads());
+    omp_set_num_threads(threads()); // per calling thread: a run from another thread gets it too
     for (int input : {plan_->features, plan_->labels})
       if (input >= 0)
         pointers_[static_cast<size_t>(input)] = inputPointer(inputSlot, input);
     void *const *buffers = pointers_.data();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
-      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data()};
+      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threads()};
       kernels_->kernels[static_cast<int>(op.kind)](call);
     }
   }

@@ -345,7 +345,7 @@ void Convolution(const KernelCall &c) {
   const float *x = c.in(0), *w = c.in(1), *biases = c.in(4);
   float *y = c.out();
   const int64_t chunks = chunksOf(c);
-#pragma omp parallel
+#pragma omp parallel num_threads(c.threads)
   {
     // This thread's cell rows, in the workspace (workspaceBytes).
     const float **rows = static_cast<const float **>(c.workspace) + omp_get_thread_num() * a.window;
@@ -413,7 +413,7 @@ void ConvolutionGradInput(const KernelCall &c) {
   const float *dy = c.in(0), *w = c.in(1);
   float *dx = c.out();
   const int64_t chunks = chunksOf(c);
-#pragma omp parallel
+#pragma omp parallel num_threads(c.threads)
   {
     // Each thread owns a range of whole chunks of columns.
     const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();

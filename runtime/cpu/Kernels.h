@@ -29,6 +29,9 @@ struct KernelCall {
   void *const *buffers = nullptr;
   int64_t lanes = 0;
   void *workspace = nullptr;
+  /// Threads of every parallel region: the workspace holds per-thread scratch
+  /// for exactly this many (OpenMP's own count is per calling thread).
+  int threads = 1;
 
   /// Where sample b's feature i lies in a batch-scaled buffer of n features per sample.
   [[gnu::always_inline]] int64_t at(int64_t b, int64_t i, int64_t n) const {

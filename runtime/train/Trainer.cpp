@@ -71,6 +71,10 @@ Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::
     : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
 
 Status Trainer::start(TrainObserver &observer) {
+  if (options_.accumulate > 1 && plan_.stepBegin == 0)
+    return fail(fmt::format("--accumulate {} needs a plan built for gradient accumulation "
+                            "(PlanOptions::accumulateGradients)",
+                            options_.accumulate));
   // Check every output path first: a refused run leaves nothing behind.
   if (Status s = checkRunOutputs({options_.outDir, options_.metricsFiles, options_.resumeFrom,
                                   options_.initFrom, options_.overwrite});
@@ -423,8 +427,11 @@ void Trainer::flatLossHint(const EpochState &state, const EpochReport &report, d
   const double lastLoss = state.lastReads ? state.lastLoss / double(state.lastReads) : 0;
   // Flat within the first epoch, or from one epoch to the next, while
   // still at chance (a converged loss is flat too, but not at chance).
+  // (In the first epoch only when some read fell in each window: reads
+  // coarser than a window, --log-every or --accumulate, leave nothing to compare.)
   bool flat = state.epoch == firstEpoch_
-                  ? std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
+                  ? state.firstReads > 0 && state.lastReads > 0 &&
+                        std::abs(firstLoss - lastLoss) <= 0.005 * std::abs(firstLoss)
                   : std::abs(report.trainLoss - previousLoss) <= 0.001 * std::abs(previousLoss);
   const double classes = plan_.outputNodes == 1 ? 2.0 : double(plan_.outputNodes);
   bool atChance = classification ? report.trainAccuracy <= 1.5 / classes : state.epoch == firstEpoch_;

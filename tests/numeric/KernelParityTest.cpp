@@ -26,8 +26,11 @@
 #include "PlanHarness.h"
 #include "TestNetworks.h"
 
+#include <omp.h>
+
 #include <optional>
 #include <set>
+#include <thread>
 
 namespace netc::numeric {
 namespace {
@@ -115,6 +118,29 @@ TEST_P(Parity, EachOpMatchesItsReference) {
     }
   }
   RecordProperty("worst_ratio", std::to_string(worst));
+}
+
+/// A backend loaded for one thread and run from another thread, whose own
+/// OpenMP default may be more threads: the kernels with per-thread
+/// workspace (convolution, its input gradient) still use the loaded count,
+/// and the results equal a run from the loading thread (ASan in CI would
+/// catch a write past the workspace).
+TEST(Threads, ARunFromAnotherThreadUsesTheLoadedThreadCount) {
+  Compiled c = compileAndPlan(readFile(sourcePath("examples/lenet5.net")));
+  const plan::Plan &plan = c.plan;
+  const int64_t batch = 5;
+  const State initial = randomState(plan, batch, 11);
+  Machine here(plan, batch, {1, false, {}}), there(plan, batch, {1, false, {}});
+  here.restore(initial);
+  there.restore(initial);
+  here.run(0, plan.ops.size());
+  std::thread other([&] {
+    omp_set_num_threads(8);
+    there.run(0, plan.ops.size());
+  });
+  other.join();
+  for (const plan::Parameter &p : plan.parameters)
+    EXPECT_TRUE(bitIdentical(p.name, there.read(p.buffer), here.read(p.buffer)));
 }
 
 /// Max pooling on ties: the forward value is the common maximum and the

@@ -344,6 +344,37 @@ TEST(MemoryPlan, FixedBuffersOverTheLimitAreRefusedBeforeTheyAreBuilt) {
 /// The batch part: the plan fits at a small batch and is refused at a
 /// billion samples with the size, the limit and the largest batch that
 /// fits; a batch whose byte count overflows says so.
+/// A parameter no backward op reaches (its layer does not lead to the
+/// output) lies after the trained range of the flat arenas and has no
+/// optimizer state, so the update op never touches it and checkpoints keep
+/// no state tensor for it (as before the flat arenas).
+TEST(MemoryPlan, UntrainedParametersLieOutsideTheUpdateAndHaveNoState) {
+  plan::PlanOptions options{true, {}, true};
+  options.update.hyper.momentum = 0.9f;
+  Compiled c = compileAndPlan("input X [4];\n"
+                              "hidden Used [3] from X all;\n"
+                              "hidden Unused [2] from X all;\n"
+                              "output Y [2] from Used all;\n",
+                              {}, options);
+  const plan::Plan &plan = c.plan;
+  int untrained = 0;
+  for (const plan::Parameter &p : plan.parameters) {
+    SCOPED_TRACE(p.name);
+    if (p.name.rfind("Unused/", 0) == 0) {
+      ++untrained;
+      EXPECT_FALSE(p.trained);
+      EXPECT_GE(p.offset, plan.trainedElements);
+      EXPECT_TRUE(p.state.empty());
+    } else {
+      EXPECT_TRUE(p.trained);
+      EXPECT_LE(p.offset + p.count, plan.trainedElements);
+      EXPECT_EQ(p.state.size(), 1u);
+    }
+  }
+  EXPECT_EQ(untrained, 2); // weights and biases
+  EXPECT_EQ(plan.ops.back().get<plan::UpdateAttrs>().count, plan.trainedElements);
+}
+
 TEST(MemoryPlan, CheckPlanFitsNamesTheLargestBatchThatFits) {
   Compiled c = compileAndPlan(readFile(sourcePath("examples/mnist.net")), {}, {true, {}, true});
   const uint64_t limit = uint64_t{1} << 30;
