@@ -1,6 +1,7 @@
 // NoAllocationTest.cpp -- nothing allocates inside Backend::run (DESIGN.md
 // §6; what lets a device backend capture a whole step as one graph). This
-// binary replaces the global operator new and delete with counting versions
+// binary replaces the global operator new and delete (plain, array and
+// nothrow forms; the aligned ones stay the runtime's) with counting versions
 // and runs training steps of every example on the fast and the reference
 // CPU backend, each thread count, with and without gradient accumulation:
 // after a warm-up step (OpenMP starts its threads), the count must not move
@@ -23,6 +24,21 @@ void *operator new(size_t size) {
 }
 void *operator new[](size_t size) {
   return operator new(size);
+}
+// The nothrow forms too (std::stable_sort's temporary buffer uses them), so
+// that every form of delete below frees what this file's new allocated.
+void *operator new(size_t size, const std::nothrow_t &) noexcept {
+  gAllocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size ? size : 1);
+}
+void *operator new[](size_t size, const std::nothrow_t &) noexcept {
+  return operator new(size, std::nothrow);
+}
+void operator delete(void *p, const std::nothrow_t &) noexcept {
+  std::free(p);
+}
+void operator delete[](void *p, const std::nothrow_t &) noexcept {
+  std::free(p);
 }
 void operator delete(void *p) noexcept {
   std::free(p);
