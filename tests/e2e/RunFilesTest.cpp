@@ -264,6 +264,22 @@ private:
   int64_t left_;
 };
 
+/// Resumes `s` (its `resume` set) to the end and expects the run that never
+/// stopped, `straight` with result `whole`: the same tensors bit for bit, the
+/// same second-epoch figures and step count.
+void expectResumesAsStraight(const TrainSettings &s, const TrainSettings &straight,
+                             const TrainResult &whole) {
+  TrainResult resumed = trainNetwork(seedNet(), s);
+  ASSERT_TRUE(resumed.ok()) << describe(resumed);
+  EXPECT_EQ(compareTensors(readCheckpoint(straight.outDir + "/last.safetensors"),
+                           readCheckpoint(s.outDir + "/last.safetensors")),
+            "");
+  ASSERT_EQ(resumed.epochs.size(), 1u);
+  EXPECT_EQ(resumed.epochs[0].trainLoss, whole.epochs[1].trainLoss);
+  EXPECT_EQ(resumed.epochs[0].trainAccuracy, whole.epochs[1].trainAccuracy);
+  EXPECT_EQ(resumed.steps, whole.steps);
+}
+
 TEST(Interrupt, AStopMidEpochSavesACheckpointThatResumesBitIdentically) {
   TempFolder tmp;
   TrainSettings straight = quickSettings(tmp.file("straight"));
@@ -305,15 +321,7 @@ TEST(Interrupt, AStopMidEpochSavesACheckpointThatResumesBitIdentically) {
   ASSERT_FALSE(refused.ok());
   EXPECT_CONTAINS(refused.error, "pass --batch 32 without --no-shuffle");
 
-  TrainResult resumed = trainNetwork(seedNet(), s);
-  ASSERT_TRUE(resumed.ok()) << describe(resumed);
-  EXPECT_EQ(compareTensors(readCheckpoint(straight.outDir + "/last.safetensors"),
-                           readCheckpoint(s.outDir + "/last.safetensors")),
-            "");
-  ASSERT_EQ(resumed.epochs.size(), 1u);
-  EXPECT_EQ(resumed.epochs[0].trainLoss, whole.epochs[1].trainLoss);
-  EXPECT_EQ(resumed.epochs[0].trainAccuracy, whole.epochs[1].trainAccuracy);
-  EXPECT_EQ(resumed.steps, whole.steps);
+  expectResumesAsStraight(s, straight, whole);
 }
 
 TEST(Interrupt, AnAccumulatingRunStoppedMidEpochResumesBitIdentically) {
@@ -345,14 +353,7 @@ TEST(Interrupt, AnAccumulatingRunStoppedMidEpochResumesBitIdentically) {
   ASSERT_FALSE(refused.ok());
   EXPECT_CONTAINS(refused.error, "pass --batch 16 --accumulate 2 without --no-shuffle");
 
-  TrainResult resumed = trainNetwork(seedNet(), s);
-  ASSERT_TRUE(resumed.ok()) << describe(resumed);
-  EXPECT_EQ(compareTensors(readCheckpoint(straight.outDir + "/last.safetensors"),
-                           readCheckpoint(s.outDir + "/last.safetensors")),
-            "");
-  ASSERT_EQ(resumed.epochs.size(), 1u);
-  EXPECT_EQ(resumed.epochs[0].trainLoss, whole.epochs[1].trainLoss);
-  EXPECT_EQ(resumed.steps, whole.steps);
+  expectResumesAsStraight(s, straight, whole);
 }
 
 // ---- 8. netc train and SIGINT ----
