@@ -2,9 +2,11 @@
 // evaluate and predict) and netc::bench (training and inference throughput
 // of the compiled plan on random data), from include/netc/Training.h.
 #include "api/Backends.h"
+#include "api/DataParallel.h"
 #include "api/NetworkImpl.h"
 #include "codegen/Codegen.h"
 #include "netc/Training.h"
+#include "runtime/comm/OpenCommunicator.h"
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Normalizer.h"
 #include "runtime/train/Evaluate.h"
@@ -233,8 +235,12 @@ EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error)
     return {};
   }
   std::lock_guard lock(impl_->mutex);
-  train::Evaluation e = train::evaluate(impl_->plan, *impl_->backend, set, impl_->batch);
-  return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy};
+  auto e = train::evaluate(impl_->plan, *impl_->backend, set, impl_->batch);
+  if (!e) { // only a communicator fails an evaluation, and this one has none
+    error = e.message();
+    return {};
+  }
+  return {e->samples, e->loss, e->accuracy, e->classification, e->confusion, e->classAccuracy};
 }
 
 namespace {
@@ -243,19 +249,21 @@ std::string_view sectionOf(const plan::Plan &plan, size_t op) {
   return op < plan.forwardEnd    ? "forward"
          : op < plan.lossEnd     ? "loss"
          : op < plan.backwardEnd ? "backward"
-                                 : "update";
+         : op < plan.updateEnd   ? "update"
+                                 : "average";
 }
 
 /// Times each op of a loaded plan on its own (run one op, wait for it) over
 /// `settings.iterations` steps; the median per op goes to `profile`. Works for
 /// any backend, since it only uses Backend::run and synchronize.
-void profileOps(const plan::Plan &plan, runtime::Backend &backend, const BenchSettings &settings,
-                std::vector<OpProfile> &profile) {
+Status profileOps(const plan::Plan &plan, runtime::Backend &backend, const BenchSettings &settings,
+                  std::vector<OpProfile> &profile) {
   std::vector<std::vector<double>> times(plan.ops.size());
   for (int64_t step = 0; step < settings.iterations; ++step)
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       auto start = std::chrono::steady_clock::now();
-      backend.run(i, i + 1, settings.batch);
+      if (Status s = backend.run(i, i + 1, settings.batch); !s)
+        return s;
       backend.synchronize();
       times[i].push_back(
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
@@ -269,6 +277,7 @@ void profileOps(const plan::Plan &plan, runtime::Backend &backend, const BenchSe
     entry.microseconds = median(times[i]);
     profile.push_back(std::move(entry));
   }
+  return Status::success();
 }
 
 } // namespace
@@ -298,10 +307,26 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   }
   const ir::Network &net = compiled.network->impl().network;
   result.params = net.params;
+  // With several ranks: each runs the data-parallel step (its gradients
+  // all-reduced) on its own batch; the figures are the job's.
+  comm::CommOptions commOptions;
+  commOptions.timeoutSeconds = s.commTimeout;
+  auto joined = comm::openCommunicator(
+      {s.launch.rank, s.launch.size, s.launch.localRank, s.launch.localSize, s.launch.launcher}, commOptions);
+  if (!joined) {
+    result.failure = FailureKind::Input;
+    result.error = joined.message();
+    return result;
+  }
+  comm::Communicator &comm = **joined;
+  result.rank = comm.rank();
+  result.ranks = comm.size();
   // SGD with momentum 0.9, as the PyTorch reference (bench/torch_reference.py).
   plan::PlanOptions trainOptions;
   trainOptions.update.hyper.momentum = 0.9f;
   trainOptions.maxMemoryBytes = s.maxMemory;
+  if (comm.size() > 1)
+    trainOptions.replicaSync = plan::ReplicaSync::AllReduceGradients;
   plan::PlanOptions inferOptions;
   inferOptions.training = false;
   inferOptions.maxMemoryBytes = s.maxMemory;
@@ -321,7 +346,8 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   result.trainBytesPerBatch = double(trainPlan->bytesPerBatch(s.batch));
   result.inferBytesPerBatch = double(inferPlan->bytesPerBatch(s.batch));
   runtime::BackendOptions backendOptions;
-  backendOptions.threads = s.threads;
+  backendOptions.threads = training::threadsPerRank(s.threads, s.launch);
+  backendOptions.device = s.launch.localRank;
   backendOptions.variant = s.cpuIsa;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
@@ -340,6 +366,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
       return fail("--backend: " + backend.message());
     if (Status st = (*backend)->load(plan, s.batch); !st)
       return st;
+    (*backend)->attach(&comm);
     threadsUsed = (*backend)->describe().threads;
     train::initializeParameters(plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
     (*backend)->write(plan.features, features);
@@ -348,29 +375,42 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
     int64_t stepCount = 0;
     // A training step as the trainer runs it: the step scalars, the batch
     // into an input slot, one run, the loss sums read.
-    auto step = [&] {
+    auto step = [&]() -> Status {
       train::writeStepScalars(plan, **backend,
-                              optim::stepScalars(trainOptions.update, 0.01f, ++stepCount, s.batch, s.batch));
+                              optim::stepScalars(trainOptions.update, 0.01f, ++stepCount,
+                                                 double(s.batch * comm.size()), s.batch));
       (*backend)->writeInput(0, plan.features, features);
       (*backend)->writeInput(0, plan.labels, labels);
       (*backend)->fence();
-      (*backend)->run(0, last, s.batch);
+      if (Status st = (*backend)->run(0, last, s.batch); !st)
+        return st;
       if (training)
         train::takeMetrics(plan, **backend);
+      return Status::success();
     };
     for (int64_t i = 0; i < s.warmup; ++i)
-      step();
+      if (Status st = step(); !st)
+        return st;
     (*backend)->synchronize();
     for (int64_t r = 0; r < s.repeats; ++r) {
+      if (Status st = comm.barrier("barrier before a timed repeat"); !st)
+        return st;
       auto start = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < s.iterations; ++i)
-        step();
+        if (Status st = step(); !st)
+          return st;
       (*backend)->synchronize();
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      runs.push_back(double(s.batch * s.iterations) / seconds);
+      // The job's time is its slowest rank's.
+      std::array<double, 1> seconds = {
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+      if (Status st =
+              comm.allReduce(std::span<double>(seconds), comm::ReduceOp::Max, "all-reduce of the times");
+          !st)
+        return st;
+      runs.push_back(double(s.batch * s.iterations * comm.size()) / seconds[0]);
     }
     if (training && s.profile)
-      profileOps(plan, **backend, s, result.profile);
+      return profileOps(plan, **backend, s, result.profile);
     return Status::success();
   };
   if (Status st = measure(*trainPlan, true, result.trainRuns); !st) {

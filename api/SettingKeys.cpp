@@ -384,6 +384,37 @@ constexpr TrainKey kTrainKeys[] = {
      [](netc::TrainSettings &s, std::string_view v) {
        return setPositiveNumber(s.bucketMb, v, kTrainDefaults.bucketMb, netc::kMaxBucketMb, "MiB");
      }},
+    {"launch",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       // "environment": this process's place as its launcher (mpirun, srun) says.
+       if (v.empty() || v == "single") {
+         s.launch = kTrainDefaults.launch;
+         return {};
+       }
+       if (v != "environment")
+         return fmt::format("'{}' is not single or environment", v);
+       netc::LaunchResult launch = netc::launchFromEnvironment();
+       if (!launch.ok())
+         return launch.error;
+       s.launch = launch.launch;
+       return {};
+     }},
+    {"comm_timeout",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setPositiveNumber(s.commTimeout, v, kTrainDefaults.commTimeout, netc::kMaxCommTimeout, "seconds");
+     }},
+    {"sync",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setParsed(s.sync, v, kTrainDefaults.sync, netc::parseSync, "--sync ");
+     }},
+    {"lr_scaling",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setParsed(s.lrScaling, v, kTrainDefaults.lrScaling, netc::parseLrScaling, "--lr-scaling ");
+     }},
+    {"lr_warmup",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setParsed(s.lrWarmup, v, kTrainDefaults.lrWarmup, netc::parseLrWarmup, "--lr-warmup ");
+     }},
 };
 
 /// Stops compiling when netc::TrainSettings gains or loses a field, until
@@ -393,9 +424,10 @@ constexpr TrainKey kTrainKeys[] = {
                                 weightDecay, beta1, beta2, epsilon, decay, conditioning, schedule, init,
                                 initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
-                                maxMemory, logEvery, bucketMb] = settings;
+                                maxMemory, logEvery, bucketMb, launch, commTimeout, sync, lrScaling,
+                                lrWarmup] = settings;
 }
-constexpr size_t kTrainSettingsFields = 35;
+constexpr size_t kTrainSettingsFields = 40;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

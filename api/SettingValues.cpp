@@ -167,4 +167,67 @@ std::string normalizeText(const Normalize &normalize) {
   return data::normalizerText(toRuntime(normalize));
 }
 
+// ---- data parallelism ------------------------------------------------------------------
+
+Parsed<Sync> parseSync(std::string_view text) {
+  if (text == "allreduce")
+    return parsed(Sync{});
+  constexpr std::string_view prefix = "local-sgd:";
+  if (text.starts_with(prefix)) {
+    int64_t every = 0;
+    std::string_view number = text.substr(prefix.size());
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), every);
+    if (!number.empty() && ec == std::errc() && end == number.data() + number.size() && every >= 1)
+      return parsed(Sync{Sync::Kind::LocalSgd, every});
+  }
+  return refused<Sync>(fmt::format("--sync '{}': expected allreduce (every step's gradients summed over the "
+                                   "ranks) or local-sgd:H (the replicas averaged every H >= 1 steps)",
+                                   text));
+}
+
+std::string syncText(const Sync &sync) {
+  return sync.kind == Sync::Kind::AllReduce ? "allreduce" : fmt::format("local-sgd:{}", sync.every);
+}
+
+Parsed<LrScaling> parseLrScaling(std::string_view text) {
+  if (auto scaling = optim::parseLrScaling(text))
+    switch (*scaling) {
+    case optim::LrScaling::None: return parsed(LrScaling::None);
+    case optim::LrScaling::Linear: return parsed(LrScaling::Linear);
+    case optim::LrScaling::Sqrt: return parsed(LrScaling::Sqrt);
+    }
+  return refused<LrScaling>(
+      fmt::format("--lr-scaling '{}': expected none, linear (the learning rate times the "
+                  "ranks) or sqrt (times their square root)",
+                  text));
+}
+
+std::string_view lrScalingName(LrScaling scaling) {
+  return optim::lrScalingName(toRuntime(scaling));
+}
+
+Parsed<LrWarmup> parseLrWarmup(std::string_view text) {
+  auto warmup = optim::parseWarmup(text);
+  if (!warmup)
+    return refused<LrWarmup>(warmup.message());
+  return parsed(LrWarmup{warmup->length, warmup->steps});
+}
+
+std::string lrWarmupText(const LrWarmup &warmup) {
+  return optim::formatWarmup(toRuntime(warmup));
+}
+
+optim::LrScaling toRuntime(LrScaling scaling) {
+  switch (scaling) {
+  case LrScaling::None: return optim::LrScaling::None;
+  case LrScaling::Linear: return optim::LrScaling::Linear;
+  case LrScaling::Sqrt: return optim::LrScaling::Sqrt;
+  }
+  return optim::LrScaling::None;
+}
+
+optim::Warmup toRuntime(const LrWarmup &warmup) {
+  return {warmup.length, warmup.steps};
+}
+
 } // namespace netc

@@ -24,5 +24,8 @@ train::InitKind toRuntime(InitKind init);
 optim::Schedule toRuntime(const Schedule &schedule, int64_t totalEpochs);
 /// The runtime's normalizer spec for `normalize`.
 data::NormalizerSpec toRuntime(const Normalize &normalize);
+/// The runtime's --lr-scaling and --lr-warmup.
+optim::LrScaling toRuntime(LrScaling scaling);
+optim::Warmup toRuntime(const LrWarmup &warmup);
 
 } // namespace netc

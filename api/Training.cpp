@@ -1,13 +1,18 @@
 // Training.cpp -- trainNetwork (include/netc/Training.h) as a row of named
-// steps: checkSettings, readStartCheckpoint, loadData, compileNetwork,
-// buildTrainingPlan, pickFreshParameters, normalizeData (TrainingSteps.cpp),
-// then createBackend, makeTrainOptions and runTrainer (here). Each step
-// returns what it made or a Refusal (a usage or input failure whose message
-// names the file or flag involved); the first refusal ends the run before
-// anything is written. The backend is reached only through runtime/core
-// (api/Backends.cpp registers the built-in ones).
+// steps: checkSettings, joinJob, readStartCheckpoint, settleBatch, loadData,
+// an agreement of the ranks, splitValidationData, compileNetwork,
+// buildTrainingPlan, pickFreshParameters, normalizeData, createBackend and a
+// second agreement (TrainingSteps.cpp, DataParallel.cpp), then
+// makeTrainOptions and runTrainer (here). Each step returns what it made or a
+// Refusal (a usage or input failure whose message names the file or flag
+// involved); the first refusal ends the run before anything is written --
+// with several ranks at the next agreement, which every rank reaches, so all
+// of them stop with the same message. The backend is reached only through
+// runtime/core (api/Backends.cpp registers the built-in ones).
 #include "netc/Training.h"
 #include "api/Backends.h"
+#include "api/DataParallel.h"
+#include "api/SettingValues.h"
 #include "api/TrainingSteps.h"
 #include "codegen/Codegen.h"
 #include "runtime/core/Backend.h"
@@ -69,15 +74,18 @@ private:
 
 /// Creates the backend --backend names (with --threads and its variant,
 /// --cpu-isa) and loads the plan for batches of --batch samples.
-Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan) {
+Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
+                                                      comm::Communicator &comm) {
   runtime::BackendOptions options;
-  options.threads = s.threads;
+  options.threads = threadsPerRank(s.threads, s.launch);
+  options.device = s.launch.localRank; // a device per rank (the CUDA backend)
   options.variant = s.cpuIsa;
   auto backend = runtime::createBackend(s.backend, options);
   if (!backend)
     return usage("--backend: " + backend.message());
   if (Status st = (*backend)->load(plan, s.batch); !st)
     return input(st.message());
+  (*backend)->attach(&comm); // the plan's all-reduces
   return std::move(*backend);
 }
 
@@ -110,7 +118,7 @@ std::string startText(const TrainSettings &s, const StartPoint &start) {
 train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &run,
                                      const CompiledNetwork &network, const TrainingData &data,
                                      const TrainingPlan &plan, std::set<std::string> freshParameters,
-                                     const Normalizing &normalizing) {
+                                     const Normalizing &normalizing, comm::Communicator &comm) {
   const ir::Network &net = network.net();
   train::TrainOptions t;
   t.epochs = s.epochs;
@@ -123,10 +131,17 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   t.init = {run.init, s.initDiameter, data.seed};
   t.seed = data.seed;
   t.shuffle = s.shuffle;
-  t.outDir = s.outDir.empty() ? "runs/" + net.name : s.outDir;
-  t.overwrite = s.overwrite;
-  if (!s.metricsFile.empty())
-    t.metricsFiles.push_back(s.metricsFile);
+  // Only rank 0 writes files.
+  if (comm.rank() == 0) {
+    t.outDir = s.outDir.empty() ? "runs/" + net.name : s.outDir;
+    t.overwrite = s.overwrite;
+    if (!s.metricsFile.empty())
+      t.metricsFiles.push_back(s.metricsFile);
+  }
+  t.comm = &comm;
+  t.syncEvery = s.sync.kind == Sync::Kind::LocalSgd ? s.sync.every : 1;
+  t.learningRateScale = optim::lrScaleFactor(toRuntime(s.lrScaling), comm.size());
+  t.warmup = toRuntime(s.lrWarmup);
   t.resumeFrom = s.resume;
   t.initFrom = s.initFrom;
   t.freshParameters = std::move(freshParameters);
@@ -148,10 +163,18 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
 std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &start,
                                     const CompiledNetwork &network, const TrainingData &data,
                                     const TrainingPlan &plan, const Normalizing &normalizing,
-                                    const train::TrainOptions &t, const runtime::BackendInfo &backend) {
+                                    const train::TrainOptions &t, const runtime::BackendInfo &backend,
+                                    const comm::Communicator &comm) {
   const ir::Network &net = network.net();
   const data::Dataset *evalSet = data.evaluated();
-  return {
+  // The learning rate, with --lr-scaling's factor and the warm-up.
+  std::string rate = fmt::format("{:g}", t.hyper.learningRate);
+  if (t.learningRateScale != 1)
+    rate += fmt::format(" × {:g} ({} for {} ranks) = {:g}", t.learningRateScale, lrScalingName(s.lrScaling),
+                        comm.size(), double(t.hyper.learningRate) * t.learningRateScale);
+  if (s.lrWarmup.length > 0)
+    rate += fmt::format(", warm-up {}", lrWarmupText(s.lrWarmup));
+  std::vector<std::string> lines = {
       fmt::format("network {}: {} parameters, task {}{}, loss {}", net.name, net.params,
                   taskText(network.options.task),
                   !plan.classifies
@@ -166,14 +189,18 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
           evalSet ? fmt::format(", {} {} samples", evalSet->count, data.validation ? "validation" : "test")
                   : std::string(),
           data.train.featureCount, data::normalizerText(normalizing.normalizer.spec()) + normalizing.note),
-      fmt::format("training {} epochs, batch {}{}, {} lr {:g}{}{}, {}, seed {}, {} thread(s) on {}", s.epochs,
-                  s.batch,
+      fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}{}, {}, seed {}, {} thread(s){} on {}",
+                  s.epochs, s.batch, comm.size() > 1 ? " per rank" : "",
                   s.accumulate > 1 ? fmt::format(" × {} micro-batches", s.accumulate) : std::string(),
-                  optimizerName(s.optimizer), t.hyper.learningRate,
+                  optimizerName(s.optimizer), rate,
                   t.hyper.momentum > 0 ? fmt::format(" momentum {:g}", t.hyper.momentum) : std::string(),
                   s.schedule.kind != Schedule::Kind::Constant ? ", schedule " + scheduleText(s.schedule)
                                                               : std::string(),
-                  startText(s, start), data.seed, backend.threads, backend.name)};
+                  startText(s, start), data.seed, backend.threads, comm.size() > 1 ? " per rank" : "",
+                  backend.name)};
+  if (std::string job = jobLine(s, comm, plan.plan); !job.empty())
+    lines.push_back(std::move(job));
+  return lines;
 }
 
 // ---- 9. training ----------------------------------------------------------------------
@@ -183,11 +210,14 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
 std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &backend, const TrainingData &data,
                                   train::TrainOptions options, int64_t batch, TrainListener *listener,
                                   TrainResult &result) {
+  comm::Communicator *comm = options.comm;
   train::Trainer trainer(plan, backend, data.train, data.evaluated(), std::move(options));
   ListenerAdapter adapter(listener);
   auto summary = trainer.run(adapter);
-  if (!summary)
+  if (!summary) {
+    result.errorOnEveryRank = trainer.errorOnEveryRank();
     return input(summary.message());
+  }
   for (const train::EpochReport &r : summary->epochs)
     result.epochs.push_back(ListenerAdapter::toPublic(r));
   result.bestEpoch = summary->bestEpoch;
@@ -198,65 +228,127 @@ std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &back
   result.stoppedSample = summary->stoppedSample;
   result.epochSamples = summary->epochSamples;
   result.checkpoint = summary->checkpoint;
-  if (data.test && !summary->interrupted) // a stop request wants the process back now
-    result.finalTest = toPublic(train::evaluate(plan, backend, *data.test, batch));
+  if (data.test && !summary->interrupted) { // a stop request wants the process back now
+    auto test = train::evaluate(plan, backend, *data.test, batch, comm);
+    if (!test)
+      return input(test.message());
+    result.finalTest = toPublic(*test);
+  }
   return std::nullopt;
 }
 
 } // namespace
 
-TrainResult trainNetwork(const std::string &netPath, const TrainSettings &s, TrainListener *listener) {
+TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given, TrainListener *listener) {
   registerBuiltinBackends();
   TrainResult result;
+  result.rank = given.launch.rank;
+  result.ranks = given.launch.size;
   auto refuse = [&](Refusal refusal) {
     result.failure = refusal.kind;
     result.error = std::move(refusal.message);
     return result;
   };
-  auto run = checkSettings(s);
+  auto run = checkSettings(given);
   if (!run)
     return refuse(run.refusal());
-  // ---- communicator (next issue: MPI data parallelism) ----
-  // Here the run joins its communicator (local, or mpi under mpirun): rank and
-  // world size. Then loadData takes rank 0's seed (broadcast) and each rank
-  // reads its shard of the global order; makeTrainOptions gives only rank 0
-  // the output folder and metrics files (rank 0 writes every file); the
-  // backend's device follows the local rank.
+  // The job: one process (local), or a rank of several (MPI). From here on
+  // every rank reaches each agreement, also after a refusal of its own, so
+  // that all of them stop with the same message instead of timing out.
+  auto joined = joinJob(given);
+  if (!joined)
+    return refuse(joined.refusal());
+  comm::Communicator &comm = **joined;
+  TrainSettings s = given;
+  std::optional<Refusal> refusal;
   auto start = readStartCheckpoint(s, *run);
   if (!start)
-    return refuse(start.refusal());
-  auto data = loadData(s, *start);
-  if (!data)
-    return refuse(data.refusal());
-  result.seed = data->seed;
-  auto network = compileNetwork(netPath, s, *data, result.diagnostics);
-  if (!network)
-    return refuse(network.refusal());
-  applyTaskDefaults(*run, s, network->options.task);
-  const ir::Network &net = network->net();
-  auto plan = buildTrainingPlan(netPath, s, *run, net, *data);
-  if (!plan)
-    return refuse(plan.refusal());
-  auto fresh = pickFreshParameters(s, net, plan->plan);
-  if (!fresh)
-    return refuse(fresh.refusal());
-  auto normalizing = normalizeData(s, *run, *start, *data);
-  if (!normalizing)
-    return refuse(normalizing.refusal());
-  auto backend = createBackend(s, plan->plan);
-  if (!backend)
-    return refuse(backend.refusal());
-  const runtime::BackendInfo info = (*backend)->describe();
+    refusal = start.refusal();
+  if (!refusal) {
+    auto batch = settleBatch(s, *start);
+    if (batch)
+      s.batch = *batch;
+    else
+      refusal = batch.refusal();
+  }
+  std::optional<TrainingData> data;
+  if (!refusal) {
+    auto loaded = loadData(s, *start);
+    if (loaded)
+      data = std::move(*loaded);
+    else
+      refusal = loaded.refusal();
+  }
+  uint64_t seed = data ? data->seed : 0;
+  refusal = agreeAcrossRanks(comm, std::move(refusal),
+                             refusal ? comm::Fingerprint{} : runFingerprint(s, *run, *start, *data), seed,
+                             "agreement on the settings and data", result.errorOnEveryRank);
+  if (refusal)
+    return refuse(std::move(*refusal));
+  data->seed = seed; // rank 0's
+  result.seed = seed;
+  result.globalBatch = s.batch * comm.size();
+  if (auto split = splitValidationData(*data))
+    refusal = std::move(split);
+  std::optional<CompiledNetwork> network;
+  if (!refusal) {
+    auto compiled = compileNetwork(netPath, s, *data, result.diagnostics);
+    if (compiled)
+      network = std::move(*compiled);
+    else
+      refusal = compiled.refusal();
+  }
+  std::optional<TrainingPlan> plan;
+  std::set<std::string> fresh;
+  std::optional<Normalizing> normalizing;
+  std::unique_ptr<runtime::Backend> backend;
+  if (!refusal) {
+    applyTaskDefaults(*run, s, network->options.task);
+    auto planned = buildTrainingPlan(netPath, s, *run, network->net(), *data, comm.size());
+    if (planned)
+      plan = std::move(*planned);
+    else
+      refusal = planned.refusal();
+  }
+  if (!refusal) {
+    auto picked = pickFreshParameters(s, network->net(), plan->plan);
+    if (picked)
+      fresh = std::move(*picked);
+    else
+      refusal = picked.refusal();
+  }
+  if (!refusal) {
+    auto normalized = normalizeData(s, *run, *start, *data);
+    if (normalized)
+      normalizing = std::move(*normalized);
+    else
+      refusal = normalized.refusal();
+  }
+  if (!refusal) {
+    auto created = createBackend(s, plan->plan, comm);
+    if (created)
+      backend = std::move(*created);
+    else
+      refusal = created.refusal();
+  }
+  refusal =
+      agreeAcrossRanks(comm, std::move(refusal),
+                       refusal ? comm::Fingerprint{} : networkFingerprint(*network, *plan, *normalizing),
+                       seed, "agreement on the network", result.errorOnEveryRank);
+  if (refusal)
+    return refuse(std::move(*refusal));
+  const runtime::BackendInfo info = backend->describe();
   train::TrainOptions options =
-      makeTrainOptions(s, *run, *network, *data, *plan, std::move(*fresh), *normalizing);
+      makeTrainOptions(s, *run, *network, *data, *plan, std::move(fresh), *normalizing, comm);
+  const ir::Network &net = network->net();
   result.outDir = options.outDir;
   result.trainSamples = data->train.count;
   result.testSamples = data->evaluated() ? data->evaluated()->count : 0;
   result.params = net.params;
   if (listener)
-    listener->onSetup(setupLines(s, *start, *network, *data, *plan, *normalizing, options, info));
-  if (auto refusal = runTrainer(plan->plan, **backend, *data, std::move(options), s.batch, listener, result))
-    return refuse(std::move(*refusal));
+    listener->onSetup(setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, comm));
+  if (auto failed = runTrainer(plan->plan, *backend, *data, std::move(options), s.batch, listener, result))
+    return refuse(std::move(*failed));
   return result;
 }
 

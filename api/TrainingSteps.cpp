@@ -6,6 +6,7 @@
 #include "api/TrainingSteps.h"
 #include "api/SettingValues.h"
 #include "codegen/Codegen.h"
+#include "runtime/comm/Launch.h"
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Shuffle.h"
 #include "runtime/train/Evaluate.h"
@@ -117,11 +118,11 @@ std::string taskText(Task task) {
 Step<RunSettings> checkSettings(const TrainSettings &s) {
   if (s.epochs <= 0)
     return usage(fmt::format("--epochs must be at least 1, got {}", s.epochs));
-  if (s.batch <= 0)
+  if (s.batch < 0) // 0: the default
     return usage(fmt::format("--batch must be at least 1, got {}", s.batch));
   if (s.accumulate <= 0)
     return usage(fmt::format("--accumulate must be at least 1, got {}", s.accumulate));
-  if (s.accumulate > std::numeric_limits<int64_t>::max() / s.batch)
+  if (s.batch > 0 && s.accumulate > std::numeric_limits<int64_t>::max() / s.batch)
     return usage(fmt::format("--accumulate {} micro-batches of --batch {} are more samples per step than {}",
                              s.accumulate, s.batch, std::numeric_limits<int64_t>::max()));
   if (s.threads < 0 || s.threads > kMaxThreads)
@@ -132,6 +133,18 @@ Step<RunSettings> checkSettings(const TrainSettings &s) {
     return usage(fmt::format("--validation must be in [0, 1), got {}", *s.validationFraction));
   if (s.logEvery < 0)
     return usage(fmt::format("--log-every must be at least 1, got {}", s.logEvery));
+  if (!(s.commTimeout > 0 && s.commTimeout <= kMaxCommTimeout))
+    return usage(fmt::format("--comm-timeout must be a positive number of seconds up to {:g}, got {:g}",
+                             kMaxCommTimeout, s.commTimeout));
+  if (s.sync.every < 1)
+    return usage(fmt::format("--sync local-sgd:H needs H >= 1, got {}", s.sync.every));
+  if (auto warmup = optim::parseWarmup(lrWarmupText(s.lrWarmup)); s.lrWarmup.length != 0 && !warmup)
+    return usage(warmup.message());
+  if (const Launch &l = s.launch; l.size < 1 || l.size > comm::kMaxRanks || l.rank < 0 || l.rank >= l.size ||
+                                  l.localSize < 1 || l.localSize > l.size || l.localRank < 0 ||
+                                  l.localRank >= l.localSize)
+    return usage(fmt::format("the launch says rank {} of {} (local rank {} of {}), which do not fit together",
+                             l.rank, l.size, l.localRank, l.localSize));
   if (!(s.bucketMb > 0 && s.bucketMb <= kMaxBucketMb))
     return usage(fmt::format("--bucket-mb must be a positive number of MiB up to {}, got {}", kMaxBucketMb,
                              s.bucketMb));
@@ -249,6 +262,10 @@ Step<TrainingData> loadData(const TrainSettings &s, const StartPoint &start) {
   d.seed = givenSeed ? *givenSeed
                      : std::random_device{}() ^
                            uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  return d;
+}
+
+std::optional<Refusal> splitValidationData(TrainingData &d) {
   if (d.validationFraction > 0) {
     auto split = data::splitValidation(d.train, d.validationFraction, d.seed);
     if (!split)
@@ -256,7 +273,7 @@ Step<TrainingData> loadData(const TrainSettings &s, const StartPoint &start) {
     d.train = std::move(split->train);
     d.validation = std::move(split->validation);
   }
-  return d;
+  return std::nullopt;
 }
 
 // ---- 4. the network -------------------------------------------------------------------
@@ -324,12 +341,16 @@ void applyTaskDefaults(RunSettings &run, const TrainSettings &s, Task task) {
 // ---- 5. the plan ----------------------------------------------------------------------
 
 Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
-                                     const RunSettings &run, const ir::Network &net, TrainingData &data) {
+                                     const RunSettings &run, const ir::Network &net, TrainingData &data,
+                                     int ranks) {
   plan::PlanOptions planOptions;
   planOptions.update = {run.optimizer, run.hyper};
   planOptions.maxMemoryBytes = s.maxMemory;
   planOptions.accumulateGradients = s.accumulate > 1;
   planOptions.bucketBytes = std::max<int64_t>(1, std::llround(s.bucketMb * double(1 << 20)));
+  if (ranks > 1)
+    planOptions.replicaSync = s.sync.kind == Sync::Kind::LocalSgd ? plan::ReplicaSync::AverageReplicas
+                                                                  : plan::ReplicaSync::AllReduceGradients;
   auto plan = plan::buildPlan(net, planOptions);
   if (!plan)
     return input(fmt::format("{}: {}", netPath, plan.message()));

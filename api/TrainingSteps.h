@@ -121,11 +121,15 @@ struct TrainingData {
   const data::Dataset *evaluated() const { return validation ? &*validation : test ? &*test : nullptr; }
 };
 
-/// Loads the data folder, settles the seed (given, a resumed run's own, or
-/// from the clock) and holds out the validation split. A resumed run keeps
-/// its seed and validation fraction, so that its split and shuffling are the
-/// first run's; another fraction given with --resume is refused.
+/// Loads the data folder and settles the seed (given, a resumed run's own,
+/// or from the clock: the ranks of a job then take rank 0's) and the
+/// validation fraction. A resumed run keeps its seed and validation
+/// fraction, so that its split and shuffling are the first run's; another
+/// fraction given with --resume is refused.
 Step<TrainingData> loadData(const TrainSettings &s, const StartPoint &start);
+
+/// Holds out the validation split (data.validationFraction, with data.seed).
+std::optional<Refusal> splitValidationData(TrainingData &data);
 
 // ---- 4. the network -------------------------------------------------------------------
 
@@ -159,11 +163,13 @@ struct TrainingPlan {
 };
 
 /// Builds the training plan (with the optimizer's state, gradient
-/// accumulation and the gradient buckets), checks that it fits the memory
+/// accumulation, the gradient buckets and, for several ranks, the
+/// all-reduces of --sync), checks that it fits the memory
 /// limit at the batch, that the data has the network's feature count, and
 /// that every label is a class of the output layer.
 Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
-                                     const RunSettings &run, const ir::Network &net, TrainingData &data);
+                                     const RunSettings &run, const ir::Network &net, TrainingData &data,
+                                     int ranks = 1);
 
 /// The parameters --init-skip leaves freshly initialised: those of the named
 /// layers (their incoming bundles and biases). An unknown layer, or one

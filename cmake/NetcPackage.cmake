@@ -1,6 +1,9 @@
 # NetcPackage.cmake -- `cpack -G DEB` makes netc_VERSION_ARCH.deb from what
-# `cmake --install` installs (cmake/NetcInstall.cmake). dpkg-shlibdeps
-# computes Depends from the ELF files (dpkg-dev and file, scripts/setup.sh).
+# `cmake --install` installs (cmake/NetcInstall.cmake), and, when the MPI
+# plugin is built, netc-mpi_VERSION_ARCH.deb holding it alone: netc starts and
+# trains one process without MPI, so only netc-mpi depends on Open MPI.
+# dpkg-shlibdeps computes Depends from the ELF files (dpkg-dev and file,
+# scripts/setup.sh).
 # Package a build without sanitizers (scripts/package_deb.sh): a sanitized
 # build is refused, as its Depends would name libasan.
 set(CPACK_GENERATOR DEB)
@@ -26,6 +29,20 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # netc needs the OpenMP one (runtime/cpu/CMakeLists.txt: the pthread build
 # oversubscribes the cores), which its run path points at.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
+# One package per install component: everything but the plugin (the default
+# component) is netc; the MPI plugin (runtime/comm/mpi, component mpi) is netc-mpi.
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_NAME netc)
+set(CPACK_COMPONENTS_ALL Unspecified)
+if(TARGET netc_comm_mpi)
+  list(APPEND CPACK_COMPONENTS_ALL mpi)
+  set(CPACK_DEBIAN_MPI_PACKAGE_NAME netc-mpi)
+  set(CPACK_DEBIAN_MPI_PACKAGE_DEPENDS "netc (= ${PROJECT_VERSION})")
+  set(CPACK_DEBIAN_MPI_PACKAGE_SECTION science)
+  set(CPACK_COMPONENT_MPI_DESCRIPTION
+      "The MPI communicator plugin of netc: data-parallel training over several processes and machines "
+      "(mpirun -np N netc train, srun netc train, netc train --ranks N), with Open MPI.")
+endif()
 set(CPACK_NETC_SANITIZE "${NETC_SANITIZE}")
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/NetcPackageCheck.cmake)
 include(CPack)

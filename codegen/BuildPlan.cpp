@@ -96,6 +96,8 @@ public:
       plan_.ops.front().attrs = UpdateAttrs{options_.update, plan_.arenaElements, 0};
     if (options_.training)
       emitUpdate();
+    plan_.updateEnd = plan_.ops.size();
+    placeCommunication(plan_, options_.replicaSync);
     if (Status s = checkFixedMemory(); !s)
       return Error{s.message()};
     if (options_.buildTables)

@@ -34,6 +34,10 @@ struct PlanOptions {
   /// Gradient buckets of at least this many bytes (a larger parameter is a
   /// bucket of its own), in the order the backward pass finishes them.
   int64_t bucketBytes = kDefaultBucketBytes;
+  /// A data-parallel plan (several replicas): all-reduce the gradient
+  /// buckets as the backward pass finishes them, or average the replicas
+  /// every few steps (codegen/PlanCommunication.cpp).
+  ReplicaSync replicaSync = ReplicaSync::None;
 };
 
 /// How many state arrays `rule`'s optimizer keeps per parameter
@@ -57,6 +61,12 @@ void appendBackward(Plan &plan);
 /// backward pass finishes each gradient, and groups them into buckets of
 /// `bucketBytes` (codegen/PlanArenas.cpp).
 void planArenas(Plan &plan, int64_t bucketBytes);
+
+/// Places the communication ops of `sync` (codegen/PlanCommunication.cpp):
+/// an all-reduce after the op that finishes each gradient bucket and a wait
+/// ending the backward pass, or the averaging of the parameter and state
+/// arenas after the update.
+void placeCommunication(Plan &plan, ReplicaSync sync);
 
 /// Assigns 256-byte-aligned arena offsets to batch-scaled buffers by
 /// liveness, and to the inputs in their own arena (codegen/PlanMemory.cpp).

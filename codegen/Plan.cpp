@@ -47,6 +47,27 @@ std::string_view bufferRoleName(BufferRole role) {
   return "values";
 }
 
+std::string communicationName(const Plan &plan, const Op &op) {
+  if (op.kind == OpKind::AllReduceWait)
+    return "wait for the all-reduces";
+  const CommAttrs &a = op.get<CommAttrs>();
+  const std::string values = groupDigits(a.count);
+  if (a.bucket >= 0)
+    return fmt::format("all-reduce of gradient bucket {} ({} values)", a.bucket, values);
+  const BufferRole role = plan.buffers[static_cast<size_t>(op.in[0])].role;
+  return fmt::format("all-reduce of the {} ({} values, averaging the replicas)",
+                     role == BufferRole::ParameterArena ? "parameters" : "optimizer state", values);
+}
+
+std::string_view replicaSyncName(ReplicaSync sync) {
+  switch (sync) {
+  case ReplicaSync::None: return "none";
+  case ReplicaSync::AllReduceGradients: return "all-reduce-gradients";
+  case ReplicaSync::AverageReplicas: return "average-replicas";
+  }
+  return "none";
+}
+
 std::string_view lossName(LossKind kind) {
   switch (kind) {
   case LossKind::CrossEntropy: return "cross-entropy";

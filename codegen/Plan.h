@@ -29,9 +29,15 @@ enum class OpKind {
 #include "codegen/Ops.def"
 #undef OP
 };
-enum class OpRole { Forward, Loss, Backward, Update };
+enum class OpRole { Forward, Loss, Backward, Update, Communication };
 
 std::string_view opName(OpKind kind);
+struct Plan;
+struct Op;
+/// What a communication op exchanges, for messages: "all-reduce of gradient
+/// bucket 0 (127,808 values)", "all-reduce of the parameters (averaging the
+/// replicas)".
+std::string communicationName(const Plan &plan, const Op &op);
 /// The CLI spelling of an optimizer (Optimizers.def): "sgd", "adam", "adadelta".
 std::string_view optimizerName(OptimizerKind kind);
 OpRole opRole(OpKind kind);
@@ -143,8 +149,17 @@ struct UpdateAttrs {
   int64_t count = 0;
   int stateSlots = 0;
 };
+/// An all-reduce over the replicas of a data-parallel run: elements
+/// [offset, offset + count) of the flat arena its op reads (in[0]).
+struct CommAttrs {
+  int64_t offset = 0, count = 0;
+  /// Divide by the number of replicas once waited for (averaging the
+  /// replicas' parameters); otherwise a sum (their gradients).
+  bool mean = false;
+  int bucket = -1; // the gradient bucket it reduces (-1: not a bucket)
+};
 using OpAttrs = std::variant<NoAttrs, SliceAttrs, DenseAttrs, SparseAttrs, ConvAttrs, WindowAttrs,
-                             ActivationAttrs, LossAttrs, UpdateAttrs>;
+                             ActivationAttrs, LossAttrs, UpdateAttrs, CommAttrs>;
 
 struct Op {
   OpKind kind = OpKind::Dense;
@@ -189,6 +204,12 @@ struct Bucket {
 };
 
 enum class LossKind { CrossEntropy, BinaryCrossEntropy, SquaredError };
+
+/// How the replicas of a data-parallel run agree: not at all (one process),
+/// by all-reducing the gradients of every step (synchronous SGD), or by
+/// averaging their parameters every few steps (local SGD).
+enum class ReplicaSync { None, AllReduceGradients, AverageReplicas };
+std::string_view replicaSyncName(ReplicaSync sync);
 std::string_view lossName(LossKind kind);
 
 struct MemorySummary {
@@ -220,8 +241,14 @@ struct Plan {
   ir::Activation outputFunction = ir::Activation::Softmax;
   /// Ops [0, stepBegin) zero the gradients (gradient accumulation only);
   /// [stepBegin, forwardEnd) are inference; [forwardEnd, lossEnd) the loss;
-  /// [lossEnd, backwardEnd) the backward pass; the rest the optimizer update.
-  size_t stepBegin = 0, forwardEnd = 0, lossEnd = 0, backwardEnd = 0;
+  /// [lossEnd, backwardEnd) the backward pass (with the gradient buckets'
+  /// all-reduces of a data-parallel plan, each right after the op that
+  /// finishes its bucket, and a wait at the end); [backwardEnd, updateEnd)
+  /// the optimizer update; [updateEnd, end) averages the replicas' parameters
+  /// and optimizer state (local SGD only), run every few steps.
+  size_t stepBegin = 0, forwardEnd = 0, lossEnd = 0, backwardEnd = 0, updateEnd = 0;
+  /// How the replicas of a data-parallel run stay together (PlanOptions).
+  ReplicaSync replicaSync = ReplicaSync::None;
   MemorySummary memory;
 
   int addBuffer(Buffer buffer);

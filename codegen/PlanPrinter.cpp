@@ -63,6 +63,12 @@ std::string attributes(const Op &op) {
       return fmt::format(" function={}", ir::activationName(a.function));
     }
     std::string operator()(const LossAttrs &a) const { return fmt::format(" nodes={}", a.nodes); }
+    std::string operator()(const CommAttrs &a) const {
+      if (a.count == 0)
+        return {};
+      return fmt::format(" {} @{} count={}{}", a.mean ? "mean" : "sum", a.offset, a.count,
+                         a.bucket >= 0 ? fmt::format(" bucket={}", a.bucket) : std::string());
+    }
     std::string operator()(const UpdateAttrs &a) const {
       return fmt::format(" optimizer={} count={} state-slots={}", optimizerName(a.rule.optimizer), a.count,
                          a.stateSlots);
@@ -93,7 +99,9 @@ std::string_view phaseName(size_t index, const Plan &plan) {
     return "loss";
   if (index < plan.backwardEnd)
     return "backward";
-  return "update";
+  if (index < plan.updateEnd)
+    return "update";
+  return "average";
 }
 
 } // namespace
@@ -110,6 +118,8 @@ std::string printPlan(const Plan &plan) {
                      plan.gradientArena >= 0
                          ? fmt::format(" (gradients and {} state slot(s) alike)", plan.stateArenas.size())
                          : std::string());
+  if (plan.replicaSync != ReplicaSync::None)
+    out += fmt::format("replicas {}\n", replicaSyncName(plan.replicaSync));
   for (size_t i = 0; i < plan.buckets.size(); ++i) {
     const Bucket &b = plan.buckets[i];
     std::string names;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # package_deb.sh -- builds netc without sanitizers, tests or benchmarks in
 # BUILD_DIR (default build-package) and makes the Debian package there with
-# `cpack -G DEB` (Depends computed by dpkg-shlibdeps). Prints the package's
-# path on the last line. Incremental: a second run only repackages.
+# `cpack -G DEB` (Depends computed by dpkg-shlibdeps): netc, and netc-mpi (the
+# MPI plugin) when Open MPI was found. Prints netc's package path on the last line. Incremental: a second run only repackages.
 #   scripts/package_deb.sh [BUILD_DIR]  &&  apt install ./build-package/netc_*.deb
 # NETC_PACKAGE_BUILD_TYPE sets the CMake build type: Release for a package
 # to install (the default), None (no optimisation, no debug information:
@@ -18,6 +18,6 @@ if [[ -z $type && -f $dir/CMakeCache.txt ]]; then
 fi
 NETC_BUILD_TYPE=${type:-Release} scripts/build.sh "$dir" -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF \
   -DNETC_SANITIZE= -DCMAKE_INSTALL_PREFIX=/usr >&2
-rm -f "$dir"/netc_*.deb
+rm -f "$dir"/netc_*.deb "$dir"/netc-mpi_*.deb
 (cd "$dir" && cpack -G DEB >&2)
 ls "$dir"/netc_*.deb

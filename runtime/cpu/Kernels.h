@@ -67,7 +67,22 @@ constexpr int64_t kLaneChunk = 16;
 /// toFeatureMajor copies `samples` rows of n values (sample-major) into
 /// columns [first, first + samples) of n rows of `lanes`; fromFeatureMajor
 /// copies them back.
-#define OP(Id, Name, Role, Backward) void Id(const KernelCall &call);
+// Every op but the communication ops (the backend runs those itself, with
+// its communicator): NETC_KERNEL_<Role>(X) is X for the roles with kernels.
+#define NETC_KERNEL_Forward(...) __VA_ARGS__
+#define NETC_KERNEL_Loss(...) __VA_ARGS__
+#define NETC_KERNEL_Backward(...) __VA_ARGS__
+#define NETC_KERNEL_Update(...) __VA_ARGS__
+#define NETC_KERNEL_Communication(...)
+/// The number of ops with kernels: the communication ops come last in Ops.def.
+inline constexpr int kKernelOpCount = 0
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(+1)
+#include "codegen/Ops.def"
+#undef OP
+    ;
+static_assert(kKernelOpCount == static_cast<int>(plan::OpKind::AllReduce),
+              "the communication ops come last in Ops.def, after every op with a kernel");
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(void Id(const KernelCall &call);)
 #define NETC_LAYOUT_FUNCTIONS                                                                                \
   void toFeatureMajor(const float *samples, int64_t count, int64_t n, float *rows, int64_t lanes,            \
                       int64_t first);                                                                        \
@@ -91,7 +106,7 @@ NETC_LAYOUT_FUNCTIONS
 #undef OP
 
 namespace reference {
-#define OP(Id, Name, Role, Backward) void Id(const KernelCall &call);
+#define OP(Id, Name, Role, Backward) NETC_KERNEL_##Role(void Id(const KernelCall &call);)
 #include "codegen/Ops.def"
 #undef OP
 } // namespace reference
@@ -100,7 +115,7 @@ namespace reference {
 /// runs, best first ("avx512", "avx2", "baseline").
 std::vector<std::string_view> instructionSets();
 
-/// One kernel table: a kernel per op (indexed by plan::OpKind) and, for the
+/// One kernel table: a kernel per op with kernels (indexed by plan::OpKind) and, for the
 /// feature-major fast tables, the layout conversions (null for the reference).
 struct KernelTable {
   std::string_view name;

@@ -8,15 +8,41 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 
 namespace netc::data {
 
+namespace {
+
+std::vector<int64_t> equalBatches(int64_t total, int64_t batchSize) {
+  assert(batchSize >= 1);
+  std::vector<int64_t> sizes;
+  for (int64_t first = 0; first < total; first += batchSize)
+    sizes.push_back(std::min(batchSize, total - first));
+  return sizes;
+}
+
+} // namespace
+
 BatchPrefetcher::BatchPrefetcher(const Dataset &data, std::vector<int64_t> order, int64_t batchSize,
                                  int depth)
-    : data_(data), order_(std::move(order)), batchSize_(batchSize),
+    : data_(data), order_(std::move(order)), // order_ is declared before sizes_
+      sizes_(equalBatches(static_cast<int64_t>(order_.size()), batchSize)),
       depth_(static_cast<size_t>(std::max(depth, 1))) {
-  assert(batchSize >= 1 && depth >= 1);
-  assert(std::all_of(order_.begin(), order_.end(), [&](int64_t i) { return i >= 0 && i < data.count; }));
+  start();
+}
+
+BatchPrefetcher::BatchPrefetcher(const Dataset &data, std::vector<int64_t> order, std::vector<int64_t> sizes,
+                                 int depth)
+    : data_(data), order_(std::move(order)), sizes_(std::move(sizes)),
+      depth_(static_cast<size_t>(std::max(depth, 1))) {
+  start();
+}
+
+void BatchPrefetcher::start() {
+  assert(std::all_of(order_.begin(), order_.end(), [&](int64_t i) { return i >= 0 && i < data_.count; }));
+  assert(std::all_of(sizes_.begin(), sizes_.end(), [](int64_t n) { return n >= 1; }));
+  assert(std::accumulate(sizes_.begin(), sizes_.end(), int64_t{0}) == static_cast<int64_t>(order_.size()));
   worker_ = std::thread([this] { produce(); });
 }
 
@@ -31,13 +57,13 @@ BatchPrefetcher::~BatchPrefetcher() {
 }
 
 int64_t BatchPrefetcher::batchCount() const {
-  return (static_cast<int64_t>(order_.size()) + batchSize_ - 1) / batchSize_;
+  return static_cast<int64_t>(sizes_.size());
 }
 
 void BatchPrefetcher::produce() {
-  const auto total = static_cast<int64_t>(order_.size());
   const int64_t features = data_.featureCount;
-  for (int64_t first = 0; first < total; first += batchSize_) {
+  int64_t first = 0;
+  for (const int64_t size : sizes_) {
     Batch batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -49,7 +75,6 @@ void BatchPrefetcher::produce() {
         spare_.pop_back();
       }
     }
-    const int64_t size = std::min(batchSize_, total - first);
     batch.size = size;
     batch.first = first;
     batch.features.resize(static_cast<size_t>(size * features));
@@ -68,6 +93,7 @@ void BatchPrefetcher::produce() {
       ready_.push_back(std::move(batch));
     }
     changed_.notify_all();
+    first += size;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

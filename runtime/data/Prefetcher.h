@@ -1,9 +1,9 @@
 // Prefetcher.h -- prepares batches on a background thread while the trainer
 // computes: for a given order of sample indices it gathers each batch's rows
 // into one contiguous [size × featureCount] buffer plus its labels, keeping at
-// most `depth` ready batches queued. The last batch may be partial and says
-// its real size. Destroying the prefetcher stops and joins the thread, also
-// mid-epoch.
+// most `depth` ready batches queued. Batches are of one size (the last may be
+// partial and says its real size) or of the sizes given. Destroying the prefetcher stops and joins the
+// thread, also mid-epoch.
 #pragma once
 
 #include "runtime/data/Dataset.h"
@@ -37,6 +37,9 @@ public:
   /// change while it runs; every index in `order` must lie in
   /// [0, data.count); batchSize >= 1, depth >= 1.
   BatchPrefetcher(const Dataset &data, std::vector<int64_t> order, int64_t batchSize, int depth = 2);
+  /// Batches of the given sizes (each >= 1, summing to the order's length)
+  /// instead of equal ones: a rank's micro-batches of a data-parallel epoch.
+  BatchPrefetcher(const Dataset &data, std::vector<int64_t> order, std::vector<int64_t> sizes, int depth = 2);
   /// Stops the thread (whether or not every batch was taken) and joins it.
   ~BatchPrefetcher();
   BatchPrefetcher(const BatchPrefetcher &) = delete;
@@ -50,11 +53,12 @@ public:
   int64_t batchCount() const;
 
 private:
+  void start();
   void produce();
 
   const Dataset &data_;
   const std::vector<int64_t> order_;
-  const int64_t batchSize_;
+  const std::vector<int64_t> sizes_; // of each batch, in order
   const size_t depth_;
 
   std::mutex mutex_;

@@ -153,7 +153,7 @@ std::string validate(const Hyperparameters &hp) {
 }
 
 std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, float learningRate,
-                                                      int64_t step, int64_t stepSamples, int64_t validCount) {
+                                                      int64_t step, double stepSamples, int64_t validCount) {
   std::array<float, plan::kStepScalarCount> scalars{};
   auto set = [&](plan::StepScalar which, float value) { scalars[static_cast<size_t>(which)] = value; };
   set(plan::StepScalar::LearningRate, learningRate);
@@ -165,7 +165,7 @@ std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, fl
   const double correction2 = 1 - std::pow(double(rule.hyper.beta2), t);
   set(plan::StepScalar::CorrectedRate, float(double(learningRate) / correction1));
   set(plan::StepScalar::InvSqrtCorrection2, float(1 / std::sqrt(correction2)));
-  set(plan::StepScalar::StepSamples, static_cast<float>(std::max<int64_t>(stepSamples, 1)));
+  set(plan::StepScalar::StepSamples, static_cast<float>(stepSamples > 0 ? stepSamples : 1));
   set(plan::StepScalar::ValidCount, static_cast<float>(validCount));
   return scalars;
 }

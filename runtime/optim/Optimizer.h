@@ -52,9 +52,11 @@ std::string_view stateSlotName(OptimizerKind kind, int slot);
 
 /// The step scalars (codegen/UpdateRule.h) of optimizer step `step`
 /// (1-based; 0 for a plan run without an update) at `learningRate`, for a
-/// step over `stepSamples` samples of which this micro-batch has `validCount`.
+/// step over `stepSamples` samples of which this micro-batch has `validCount`
+/// (the loss scale is 1 / stepSamples: the step's samples over every rank,
+/// or for local SGD that count divided by the ranks, which need not be whole).
 std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, float learningRate,
-                                                      int64_t step, int64_t stepSamples, int64_t validCount);
+                                                      int64_t step, double stepSamples, int64_t validCount);
 
 /// One optimizer step over `count` elements, in place on `weights` and the
 /// state arrays `state[0 .. stateSlots)` (may be null when there are none; all

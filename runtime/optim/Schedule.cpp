@@ -154,4 +154,78 @@ float scheduledLearningRate(const Schedule &schedule, float baseLr, int64_t epoc
   return baseLr;
 }
 
+std::string_view lrScalingName(LrScaling scaling) {
+  switch (scaling) {
+  case LrScaling::None: return "none";
+  case LrScaling::Linear: return "linear";
+  case LrScaling::Sqrt: return "sqrt";
+  }
+  return "none";
+}
+
+std::optional<LrScaling> parseLrScaling(std::string_view text) {
+  for (LrScaling s : {LrScaling::None, LrScaling::Linear, LrScaling::Sqrt})
+    if (text == lrScalingName(s))
+      return s;
+  return std::nullopt;
+}
+
+double lrScaleFactor(LrScaling scaling, int ranks) {
+  switch (scaling) {
+  case LrScaling::None: return 1;
+  case LrScaling::Linear: return double(ranks);
+  case LrScaling::Sqrt: return std::sqrt(double(ranks));
+  }
+  return 1;
+}
+
+Expected<Warmup> parseWarmup(std::string_view text) {
+  auto bad = [&](std::string_view problem) {
+    return fail("--lr-warmup '" + std::string(text) + "': " + std::string(problem) +
+                " (expected N or Nepochs for N epochs, a positive number, or Nsteps for N optimizer steps)");
+  };
+  Warmup w;
+  std::string_view number = text;
+  if (number.ends_with("steps")) {
+    w.steps = true;
+    number.remove_suffix(5);
+  } else if (number.ends_with("epochs")) {
+    number.remove_suffix(6);
+  }
+  if (w.steps) {
+    auto steps = parseNumber<int64_t>(number);
+    if (!steps || *steps < 1)
+      return bad("the number of steps is not a positive integer");
+    w.length = double(*steps);
+    return w;
+  }
+  auto epochs = parseNumber<double>(number);
+  if (!epochs || !(*epochs > 0) || !std::isfinite(*epochs))
+    return bad("the number of epochs is not a positive number");
+  w.length = *epochs;
+  return w;
+}
+
+std::string formatWarmup(const Warmup &warmup) {
+  char text[64];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, warmup.length);
+  return std::string(text, ec == std::errc() ? end : text) + (warmup.steps ? "steps" : "epochs");
+}
+
+int64_t warmupSteps(const Warmup &warmup, int64_t stepsPerEpoch) {
+  if (!(warmup.length > 0))
+    return 0;
+  if (warmup.steps)
+    return static_cast<int64_t>(warmup.length);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(warmup.length * double(stepsPerEpoch))));
+}
+
+double warmupFactor(int64_t steps, double scale, int64_t step) {
+  if (steps <= 0 || step >= steps)
+    return 1;
+  const double t = double(std::max<int64_t>(step, 1)) / double(steps);
+  const double start = scale > 1 ? 1 / scale : 0;
+  return start + (1 - start) * t;
+}
+
 } // namespace netc::optim

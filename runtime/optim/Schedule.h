@@ -58,4 +58,33 @@ std::string formatSchedule(const Schedule &schedule);
 ///    epochFraction clamped to [0, T], T = totalEpochs.
 float scheduledLearningRate(const Schedule &schedule, float baseLr, int64_t epoch, double epochFraction);
 
+// ---- large global batches (Goyal et al. 2017) ----------------------------------------
+
+/// How `--lr-scaling` scales the base rate with the number of ranks (whose
+/// global batch is that many times `--batch`): not at all, by the number of
+/// ranks, or by its square root.
+enum class LrScaling { None, Linear, Sqrt };
+std::string_view lrScalingName(LrScaling scaling);
+std::optional<LrScaling> parseLrScaling(std::string_view text);
+/// The factor for `ranks` ranks.
+double lrScaleFactor(LrScaling scaling, int ranks);
+
+/// `--lr-warmup`: the rate rises linearly over the first `length` epochs or
+/// steps, from the unscaled rate (base / the scaling factor) when it is
+/// scaled, else from base / the warm-up's steps, to the full rate.
+struct Warmup {
+  double length = 0; // 0: none
+  bool steps = false;
+  bool operator==(const Warmup &) const = default;
+};
+/// "N" or "Nepochs" (N epochs, a positive number), or "Nsteps" (a positive
+/// integer); an error naming --lr-warmup otherwise.
+Expected<Warmup> parseWarmup(std::string_view text);
+std::string formatWarmup(const Warmup &warmup);
+/// The warm-up's length in optimizer steps for epochs of `stepsPerEpoch` steps.
+int64_t warmupSteps(const Warmup &warmup, int64_t stepsPerEpoch);
+/// The multiplier of step `step` (1-based) of a warm-up of `steps` steps for
+/// a rate scaled by `scale`: 1 once the warm-up is over.
+double warmupFactor(int64_t steps, double scale, int64_t step);
+
 } // namespace netc::optim

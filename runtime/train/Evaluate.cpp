@@ -1,8 +1,10 @@
 // Evaluate.cpp -- evaluation and prediction over a loaded plan (Evaluate.h).
 #include "runtime/train/Evaluate.h"
+#include "runtime/data/Sharding.h"
 #include "runtime/optim/Optimizer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <span>
 
 namespace netc::train {
@@ -34,24 +36,27 @@ void writeStepScalars(const plan::Plan &plan, runtime::Backend &backend,
   backend.write(plan.scalars, scalars);
 }
 
-Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
-                    int64_t batch) {
+Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
+                              int64_t batch, comm::Communicator *comm) {
   Evaluation e;
   e.classification = isClassification(plan);
   e.classes = plan.outputNodes == 1 && e.classification ? 2 : plan.outputNodes;
-  if (e.classification)
-    e.confusion.assign(static_cast<size_t>(e.classes),
-                       std::vector<int64_t>(static_cast<size_t>(e.classes), 0));
+  const size_t classes = e.classification ? static_cast<size_t>(e.classes) : 0;
+  // The counts to sum over ranks: the confusion matrix, row-major.
+  std::vector<int64_t> confusion(classes * classes, 0);
   std::vector<float> output;
   double lossSum = 0, correct = 0;
   takeMetrics(plan, backend); // what a training step left
-  for (int64_t first = 0; first < data.count; first += batch) {
-    const int64_t size = std::min(batch, data.count - first);
+  const data::Share share =
+      comm ? data::shareOf(data.count, comm->rank(), comm->size()) : data::Share{0, data.count};
+  for (int64_t first = share.first; first < share.end; first += batch) {
+    const int64_t size = std::min(batch, share.end - first);
     backend.write(plan.features, std::span<const float>(data.features.data() + first * data.featureCount,
                                                         static_cast<size_t>(size * data.featureCount)));
     backend.write(plan.labels, std::span<const float>(data.labels.data() + first, static_cast<size_t>(size)));
     writeStepScalars(plan, backend, optim::stepScalars({}, 0, 0, size, size));
-    backend.run(plan.stepBegin, plan.lossEnd, size);
+    if (Status s = backend.run(plan.stepBegin, plan.lossEnd, size); !s)
+      return Error{s.message()};
     const auto metrics = takeMetrics(plan, backend);
     lossSum += metrics[static_cast<size_t>(plan::Metric::LossSum)];
     correct += metrics[static_cast<size_t>(plan::Metric::Correct)];
@@ -64,14 +69,30 @@ Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const dat
       const int64_t actual = static_cast<int64_t>(label),
                     predicted = predictedClass(plan, &output[static_cast<size_t>(i * plan.outputNodes)]);
       if (actual >= 0 && actual < e.classes && predicted >= 0 && predicted < e.classes)
-        ++e.confusion[static_cast<size_t>(actual)][static_cast<size_t>(predicted)];
+        ++confusion[static_cast<size_t>(actual) * classes + static_cast<size_t>(predicted)];
     }
   }
   backend.synchronize();
+  if (comm && comm->size() > 1) {
+    std::array<double, 2> sums = {lossSum, correct};
+    if (Status s = comm->allReduce(std::span<double>(sums), comm::ReduceOp::Sum,
+                                   "all-reduce of the evaluation's sums");
+        !s)
+      return Error{s.message()};
+    if (!confusion.empty())
+      if (Status s = comm->allReduce(std::span<int64_t>(confusion), comm::ReduceOp::Sum,
+                                     "all-reduce of the confusion matrix");
+          !s)
+        return Error{s.message()};
+    lossSum = sums[0];
+    correct = sums[1];
+  }
   e.samples = data.count;
   e.loss = data.count ? lossSum / double(data.count) : 0;
   e.accuracy = data.count ? correct / double(data.count) : 0;
-  for (size_t c = 0; c < e.confusion.size(); ++c) {
+  for (size_t c = 0; c < classes; ++c) {
+    e.confusion.emplace_back(confusion.begin() + static_cast<ptrdiff_t>(c * classes),
+                             confusion.begin() + static_cast<ptrdiff_t>((c + 1) * classes));
     int64_t total = 0;
     for (int64_t n : e.confusion[c])
       total += n;
@@ -87,7 +108,9 @@ std::vector<float> predict(const plan::Plan &plan, runtime::Backend &backend,
     const int64_t size = std::min(batch, count - first);
     backend.write(plan.features, std::span<const float>(features.data() + first * plan.featureCount,
                                                         static_cast<size_t>(size * plan.featureCount)));
-    backend.run(plan.stepBegin, plan.forwardEnd, size);
+    // The forward ops hold no communication op: nothing in them can fail.
+    [[maybe_unused]] const Status ran = backend.run(plan.stepBegin, plan.forwardEnd, size);
+    assert(ran.ok());
     backend.read(plan.output, std::span<float>(out.data() + first * plan.outputNodes,
                                                static_cast<size_t>(size * plan.outputNodes)));
   }

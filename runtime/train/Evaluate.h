@@ -1,12 +1,14 @@
 // Evaluate.h -- running a loaded plan over a data set without training:
 // loss, accuracy, per-class accuracy and the confusion matrix (evaluate), and
 // the output values of each sample (predict). Both run the plan's forward
-// ops (and the loss ops for evaluate) batch by batch. Also the two host
+// ops (and the loss ops for evaluate) batch by batch; evaluation is shared
+// among the ranks of a data-parallel run. Also the two host
 // steps around any run of the loss ops: writing the step scalars and taking
 // (reading and clearing) the metrics sums.
 #pragma once
 
 #include "codegen/Plan.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/core/Backend.h"
 #include "runtime/data/Dataset.h"
 
@@ -42,9 +44,13 @@ std::array<double, plan::kMetricCount> takeMetrics(const plan::Plan &plan, runti
 void writeStepScalars(const plan::Plan &plan, runtime::Backend &backend,
                       const std::array<float, plan::kStepScalarCount> &scalars);
 
-/// Evaluates `data` on the loaded plan in batches of at most `batch`.
-Evaluation evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
-                    int64_t batch);
+/// Evaluates `data` on the loaded plan in batches of at most `batch`. With a
+/// communicator of several ranks each evaluates its share of the samples
+/// and the sums (loss, correct, confusion matrix) are all-reduced, so every
+/// rank returns the evaluation of the whole set; the error is the
+/// communicator's.
+Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
+                              int64_t batch, comm::Communicator *comm = nullptr);
 
 /// The output values of every sample of `features` (count × featureCount), row-major.
 std::vector<float> predict(const plan::Plan &plan, runtime::Backend &backend,

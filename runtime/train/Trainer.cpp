@@ -13,7 +13,9 @@
 // before the metrics line, so a metrics file never records an epoch that
 // last.safetensors lacks.
 #include "runtime/train/Trainer.h"
+#include "runtime/comm/Agreement.h"
 #include "runtime/data/Prefetcher.h"
+#include "runtime/data/Sharding.h"
 #include "runtime/data/Shuffle.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/RunFiles.h"
@@ -40,12 +42,6 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// The layer a values buffer belongs to ("Conv1.pre" → "Conv1").
-std::string layerOf(const std::string &buffer) {
-  auto dot = buffer.find('.');
-  return dot == std::string::npos ? buffer : buffer.substr(0, dot);
-}
-
 std::string metricsLine(const EpochReport &r) {
   nlohmann::json j = {{"event", "epoch"},
                       {"epoch", r.epoch},
@@ -70,255 +66,64 @@ Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::
                  const data::Dataset *test, TrainOptions options)
     : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
 
-Status Trainer::start(TrainObserver &observer) {
-  if (options_.accumulate > 1 && plan_.stepBegin == 0)
-    return fail(fmt::format("--accumulate {} needs a plan built for gradient accumulation "
-                            "(PlanOptions::accumulateGradients)",
-                            options_.accumulate));
-  // Check every output path first: a refused run leaves nothing behind.
-  if (Status s = checkRunOutputs({options_.outDir, options_.metricsFiles, options_.resumeFrom,
-                                  options_.initFrom, options_.overwrite});
-      !s)
-    return s;
-  // Read the checkpoint next: a refused resume leaves nothing behind either.
-  const bool resuming = !options_.resumeFrom.empty();
-  if (resuming) {
-    auto info = loadCheckpoint(options_.resumeFrom, plan_, backend_, /*withOptimizerState=*/true,
-                               optim::optimizerName(options_.optimizer));
-    if (!info)
-      return info.error();
-    if (!info->sourceHash.empty() && info->sourceHash != options_.info.sourceHash)
-      observer.onHint(fmt::format("{} was written from a different text of this network (same parameters); "
-                                  "continuing",
-                                  options_.resumeFrom));
-    firstEpoch_ = info->epoch;
-    step_ = info->step;
-    if (firstEpoch_ >= options_.epochs)
-      return fail(fmt::format("{} has already trained {} epoch(s); pass --epochs above {} to train more",
-                              options_.resumeFrom, firstEpoch_, firstEpoch_));
-    // The best epoch so far (0: none yet) and its score, read strictly.
-    if (auto it = info->extra.find("best_epoch"); it != info->extra.end()) {
-      int64_t best = -1;
-      const char *first = it->second.data(), *last = first + it->second.size();
-      auto [end, error] = std::from_chars(first, last, best);
-      if (error != std::errc() || end != last || best < 0 || best > firstEpoch_)
-        return fail(
-            fmt::format("{}: metadata \"best_epoch\" is '{}', not an epoch from 0 to its \"epoch\" {}",
-                        options_.resumeFrom, it->second.substr(0, 40), firstEpoch_));
-      bestEpoch_ = best;
-    }
-    if (auto it = info->extra.find("best_score"); it != info->extra.end()) {
-      char *end = nullptr;
-      bestScore_ = std::strtod(it->second.c_str(), &end);
-      if (it->second.empty() || *end != '\0' || std::isnan(bestScore_))
-        return fail(fmt::format("{}: metadata \"best_score\" is '{}', not a number", options_.resumeFrom,
-                                it->second.substr(0, 40)));
-    }
-    if (auto it = info->extra.find("shuffle"); it != info->extra.end()) {
-      auto state = data::ShuffleState::fromJson(it->second);
-      if (!state)
-        return fail(fmt::format("{}: bad data position: {}", options_.resumeFrom, state.message()));
-      if (state->seed != options_.seed)
-        return fail(fmt::format("{} continues the run with seed {}; drop --seed or pass --seed {}",
-                                options_.resumeFrom, state->seed, state->seed));
-      if (state->position != 0 &&
-          (state->epoch != firstEpoch_ || state->position < 0 || state->position >= train_.count))
-        return fail(fmt::format("{}: metadata \"shuffle\" stops at sample {} of epoch {}, which does not fit "
-                                "its \"epoch\" {} and the {} training samples of this data",
-                                options_.resumeFrom, state->position, state->epoch + 1, firstEpoch_,
-                                train_.count));
-      firstPosition_ = state->position;
-    }
-    if (firstPosition_ > 0) { // saved mid-epoch: the partial epoch's running sums
-      auto it = info->extra.find("epoch_sums");
-      const nlohmann::json sums =
-          it == info->extra.end() ? nlohmann::json()
-                                  : nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-      auto has = [&](const char *key, bool number) {
-        return sums.contains(key) && (number ? sums[key].is_number() : sums[key].is_boolean());
-      };
-      if (!sums.is_object() || !has("loss", true) || !has("correct", true) || !has("batch", true) ||
-          !has("shuffle", false) || (sums.contains("accumulate") && !has("accumulate", true)))
-        return fail(
-            fmt::format("{}: it was saved in the middle of epoch {} but its metadata \"epoch_sums\" is "
-                        "missing or is not {{\"batch\": B, \"correct\": N, \"loss\": L, \"shuffle\": "
-                        "true|false}}",
-                        options_.resumeFrom, firstEpoch_ + 1));
-      // The rest of the epoch is the same batches only with the same batch
-      // size and order.
-      const nlohmann::json accumulate = sums.contains("accumulate") ? sums["accumulate"] : nlohmann::json(1);
-      if (sums["batch"] != options_.batch || sums["shuffle"] != options_.shuffle ||
-          accumulate != options_.accumulate)
-        return fail(
-            fmt::format("{} stopped in the middle of epoch {}, which it continues only with the batch "
-                        "size and order it had: pass --batch {}{}{}",
-                        options_.resumeFrom, firstEpoch_ + 1, sums["batch"].dump(),
-                        accumulate != 1 ? " --accumulate " + accumulate.dump() : std::string(),
-                        sums["shuffle"] == true ? " without --no-shuffle" : " --no-shuffle"));
-      firstLossSum_ = sums["loss"].get<double>();
-      firstCorrect_ = sums["correct"].get<double>();
-    }
-  }
-  // A new run from a checkpoint's weights: everything is initialised as in
-  // any new run (fresh optimizer state), then the checkpoint's parameters
-  // replace all but the fresh ones.
-  if (!options_.initFrom.empty()) {
-    initializeParameters(plan_, backend_, options_.init);
-    auto info = loadCheckpoint(options_.initFrom, plan_, backend_, /*withOptimizerState=*/false, {},
-                               options_.freshParameters);
-    if (!info)
-      return info.error();
-  }
-  // Only now is anything created, truncated or removed.
-  if (!options_.outDir.empty()) {
-    const std::filesystem::path dir(options_.outDir);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      return fail(fmt::format("cannot create the output folder '{}': {} (choose another with --out)",
-                              options_.outDir, ec.message()));
-    removeStaleTemporaries(options_.outDir, {std::string(kLastCheckpointName),
-                                             std::string(kBestCheckpointName), std::string(kMetricsName)});
-    if (options_.overwrite) // the replaced run's checkpoints go with it
-      for (std::string_view name : {kLastCheckpointName, kBestCheckpointName})
-        if (::unlink((dir / name).c_str()) != 0 && errno != ENOENT)
-          return fail(fmt::format("--overwrite: cannot remove '{}': {}", (dir / name).string(),
-                                  std::strerror(errno)));
-    metricsPaths_.push_back((dir / kMetricsName).string());
-  }
-  for (const std::string &path : options_.metricsFiles) {
-    // Next to the file and, through a symbolic link, next to its target,
-    // where trimMetricsForResume writes its temporary.
-    std::error_code ec;
-    for (const std::filesystem::path &file :
-         {std::filesystem::path(path), std::filesystem::weakly_canonical(path, ec)})
-      if (!file.empty())
-        removeStaleTemporaries(file.parent_path().string(), {file.filename().string()});
-    metricsPaths_.push_back(path);
-  }
-  // A new (or replacing) run starts its metrics files empty; a resumed one
-  // appends, after dropping what its checkpoint does not include.
-  for (const std::string &path : metricsPaths_)
-    if (Status st =
-            resuming && !options_.overwrite ? trimMetricsForResume(path, firstEpoch_) : truncateFile(path);
-        !st)
-      return st;
-  if (!resuming && options_.initFrom.empty())
-    initializeParameters(plan_, backend_, options_.init);
-  return Status::success();
-}
-
-Status Trainer::diverged(int64_t step, int64_t epoch, int64_t batch, int inputSlot, float learningRate) {
-  std::vector<float> values;
-  auto firstBad = [&](int buffer, int64_t count) {
-    values.resize(static_cast<size_t>(count));
-    backend_.read(buffer, values);
-    for (float v : values)
-      if (!std::isfinite(v))
-        return std::isnan(v) ? "NaN" : "infinite";
-    return static_cast<const char *>(nullptr);
-  };
-  std::string where = "the loss";
-  const char *what = "NaN or infinite";
-  for (const plan::Parameter &p : plan_.parameters)
-    if (const char *bad = firstBad(p.buffer, p.count)) {
-      where = fmt::format("parameter '{}'", p.name);
-      what = bad;
-      break;
-    }
-  if (where == "the loss") {
-    // The backward pass may have reused the layers' memory: run the forward
-    // ops again on the batch (the parameters are still those before it).
-    backend_.run(plan_.stepBegin, plan_.forwardEnd, batch, inputSlot);
-    backend_.synchronize();
-  }
-  if (where == "the loss")
-    for (size_t i = plan_.stepBegin; i < plan_.forwardEnd; ++i) {
-      int out = plan_.ops[i].out[0];
-      const plan::Buffer &b = plan_.buffers[static_cast<size_t>(out)];
-      if (const char *bad = firstBad(out, b.perSample * batch)) {
-        where = fmt::format("the values of layer '{}'", layerOf(b.name));
-        what = bad;
-        break;
-      }
-    }
-  return fail(
-      fmt::format("training diverged at step {} (epoch {}): {} became {}. Hint: lower the learning rate "
-                  "(--lr, now {:g}), use a smaller initialisation (--init-diameter, --init xavier), or "
-                  "normalise the data (--normalize minmax)",
-                  step, epoch + 1, where, what, learningRate));
-}
-
-Status Trainer::writeMetrics(const std::string &line) {
-  for (const std::string &path : metricsPaths_)
-    if (Status st = appendLine(path, line); !st)
-      return st;
-  return Status::success();
-}
-
-Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t position, double lossSum,
-                          double correct) {
-  CheckpointInfo info = options_.info;
-  info.optimizer = std::string(optim::optimizerName(options_.optimizer));
-  info.epoch = epochsDone;
-  info.step = step_;
-  info.extra["shuffle"] = data::ShuffleState{options_.seed, epochsDone, position}.toJson();
-  info.extra["data_position"] = fmt::format("{{\"epoch\": {}, \"sample\": {}}}", epochsDone, position);
-  if (position > 0) // JSON numbers round-trip doubles exactly
-    info.extra["epoch_sums"] = nlohmann::json{
-        {"loss", lossSum},
-        {"correct", correct},
-        {"batch", options_.batch},
-        {"accumulate", options_.accumulate},
-        {"shuffle",
-         options_.shuffle}}.dump();
-  info.extra["best_epoch"] = std::to_string(bestEpoch_);
-  info.extra["best_score"] = fmt::format("{:.17g}", bestScore_);
-  info.extra["rng"] =
-      fmt::format("{{\"shuffle_seed\": {}, \"init_seed\": {}}}", options_.seed, options_.init.seed);
-  info.extra["hyperparameters"] = nlohmann::json{{"learning_rate", options_.hyper.learningRate},
-                                                 {"momentum", options_.hyper.momentum},
-                                                 {"nesterov", options_.hyper.nesterov},
-                                                 {"weight_decay", options_.hyper.weightDecay},
-                                                 {"batch", options_.batch},
-                                                 {"accumulate", options_.accumulate},
-                                                 {"schedule", optim::formatSchedule(options_.schedule)}}
-                                      .dump();
-  return saveCheckpoint(path, plan_, backend_, info, /*withOptimizerState=*/true);
-}
-
 Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, int64_t done, double lossSum,
                                           double correct, std::chrono::steady_clock::time_point runStart) {
+  if (done < train_.count && step_ % options_.syncEvery != 0) // local SGD: save one model
+    if (Status s = averageReplicas(); !s)
+      return Error{s.message()};
   summary.interrupted = true;
   summary.stoppedEpoch = epoch + 1;
   summary.stoppedSample = done;
   summary.epochSamples = train_.count;
   summary.steps = step_;
   summary.bestEpoch = bestEpoch_;
+  Status saved = Status::success();
   if (!options_.outDir.empty()) {
     const std::string last = (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
     // Stopped at an epoch end: last.safetensors already holds that epoch.
     if (done < train_.count)
-      if (Status s = saveState(last, epoch, done, lossSum, correct); !s)
-        return Error{s.message()};
+      saved = saveState(last, epoch, done, lossSum, correct);
     summary.checkpoint = last;
   }
+  // No rank leaves before rank 0's checkpoint is whole (a rank that ends
+  // makes mpirun end the others).
+  if (Status s = agreeOnEpochEnd(saved); !s)
+    return Error{s.message()};
   summary.seconds = secondsSince(runStart);
   return summary;
 }
 
-Status Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead,
-                         TrainObserver &observer) {
+Expected<bool> Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead,
+                                 TrainObserver &observer) {
   const auto sums = takeMetrics(plan_, backend_);
-  const double loss = sums[static_cast<size_t>(plan::Metric::LossSum)];
-  if (const double bad = sums[static_cast<size_t>(plan::Metric::FirstBadStep)];
-      bad != 0 || !std::isfinite(loss))
-    return diverged(bad != 0 ? static_cast<int64_t>(bad) : step_, state.epoch, state.lastBatch,
-                    state.lastSlot, state.learningRate);
+  double loss = sums[static_cast<size_t>(plan::Metric::LossSum)];
+  double correct = sums[static_cast<size_t>(plan::Metric::Correct)];
+  const double bad = sums[static_cast<size_t>(plan::Metric::FirstBadStep)];
+  bool stop = false;
+  bool diverging = bad != 0 || !std::isfinite(loss);
+  if (ranks() > 1) {
+    // One small all-reduce: the sums, whether any rank diverged, and whether
+    // any rank was asked to stop (so that all stop at the same step).
+    std::array<double, 4> global = {loss, correct, diverging ? 1.0 : 0.0,
+                                    observer.stopRequested() ? 1.0 : 0.0};
+    if (Status s = options_.comm->allReduce(std::span<double>(global), comm::ReduceOp::Sum,
+                                            "all-reduce of the loss sums");
+        !s)
+      return Error{s.message()};
+    loss = global[0];
+    correct = global[1];
+    diverging = global[2] != 0 || !std::isfinite(loss);
+    stop = global[3] != 0;
+  }
+  errorOnEveryRank_ = diverging && ranks() > 1; // every rank sees it; rank 0's diagnosis is reported
+  if (diverging)
+    return Error{diverged(bad != 0 ? static_cast<int64_t>(bad) : step_, state.epoch, state.lastBatch,
+                          state.lastSlot, state.learningRate)
+                     .message()};
   state.lossSum += loss;
-  state.correct += sums[static_cast<size_t>(plan::Metric::Correct)];
+  state.correct += correct;
   const int64_t n = train_.count;
-  const int64_t batches = (n + options_.batch - 1) / options_.batch;
+  const int64_t batches = batchesPerEpoch();
   const int64_t window = std::max<int64_t>(1, batches / 20);
   // The flat-loss hint compares the mean loss of the first and the last
   // window of batches (each read's mean, by the batch it ends with).
@@ -347,7 +152,47 @@ Status Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t samples
                            p.imagesPerSecond
                      : 0;
   observer.onProgress(p);
+  return stop;
+}
+
+int64_t Trainer::batchesPerEpoch() const {
+  const int64_t global = options_.batch * ranks();
+  return (train_.count + global - 1) / global;
+}
+
+Status Trainer::runOps(size_t first, size_t last, int64_t size, int slot, bool communicate) {
+  if (communicate)
+    return backend_.run(first, last, size, slot);
+  // The runs between the communication ops.
+  for (size_t begin = first; begin < last;) {
+    size_t end = begin;
+    while (end < last && plan::opRole(plan_.ops[end].kind) != plan::OpRole::Communication)
+      ++end;
+    if (end > begin)
+      if (Status s = backend_.run(begin, end, size, slot); !s)
+        return s;
+    begin = end + 1;
+  }
   return Status::success();
+}
+
+Status Trainer::runEmptyStep() {
+  // No forward or backward pass: zero gradients enter the all-reduces (the
+  // others' gradients come back), then the update.
+  zeroGradients_.resize(static_cast<size_t>(plan_.arenaElements));
+  if (plan_.gradientArena >= 0)
+    backend_.write(plan_.gradientArena, zeroGradients_);
+  for (size_t i = plan_.lossEnd; i < plan_.backwardEnd; ++i)
+    if (plan::opRole(plan_.ops[i].kind) == plan::OpRole::Communication)
+      if (Status s = backend_.run(i, i + 1, 1, 0); !s)
+        return s;
+  return backend_.run(plan_.backwardEnd, plan_.updateEnd, 1, 0);
+}
+
+Status Trainer::averageReplicas() {
+  if (plan_.replicaSync != plan::ReplicaSync::AverageReplicas)
+    return Status::success();
+  return backend_.run(plan_.updateEnd, plan_.ops.size(), 1, 0);
 }
 
 Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
@@ -357,61 +202,101 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
     order = data::epochPermutation(n, options_.seed, state.epoch);
   else
     std::iota(order.begin(), order.end(), int64_t{0});
-  order.erase(order.begin(), order.begin() + state.skipped);
-  data::BatchPrefetcher prefetcher(train_, std::move(order), options_.batch);
-  const int64_t perStep = options_.batch * options_.accumulate;
-  int slot = 0;
+  // The global steps of the rest of the epoch and this rank's share of each,
+  // cut into micro-batches of --batch.
+  const int64_t perStep = options_.batch * options_.accumulate * ranks();
+  const std::vector<data::ShardedStep> steps = data::shardedSteps(n, state.skipped, perStep, rank(), ranks());
+  std::vector<int64_t> mine, sizes, microBatches;
+  for (const data::ShardedStep &step : steps) {
+    int64_t count = 0;
+    for (int64_t first = step.mine.first; first < step.mine.end; first += options_.batch, ++count)
+      sizes.push_back(std::min(options_.batch, step.mine.end - first));
+    mine.insert(mine.end(), order.begin() + step.mine.first, order.begin() + step.mine.end);
+    microBatches.push_back(count);
+  }
+  data::BatchPrefetcher prefetcher(train_, std::move(mine), std::move(sizes));
   auto stage = [&](int into, const data::Batch &batch) {
     backend_.writeInput(into, plan_.features, batch.features);
     backend_.writeInput(into, plan_.labels, batch.labels);
   };
+  int slot = 0;
   std::optional<data::Batch> current = prefetcher.next();
   if (current)
     stage(slot, *current);
-  int64_t stepSamples = 0, stepDone = 0, stepsUnread = 0, batchesUnread = 0, samplesUnread = 0;
-  while (current) {
-    backend_.fence(); // the current batch is in `slot`
-    const int64_t size = current->size;
-    prefetcher.recycle(std::move(*current));
-    const bool firstMicro = stepDone == 0;
-    if (firstMicro) { // a new optimizer step over the next `stepSamples` samples
-      stepSamples = std::min(perStep, n - state.done);
-      state.learningRate = optim::scheduledLearningRate(options_.schedule, options_.hyper.learningRate,
-                                                        state.epoch, double(state.done) / double(n));
-      ++step_;
+  const bool localSgd = plan_.replicaSync == plan::ReplicaSync::AverageReplicas;
+  const int64_t warmup = optim::warmupSteps(options_.warmup, (n + perStep - 1) / perStep);
+  int64_t stepsUnread = 0, batchesUnread = 0, samplesUnread = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const data::ShardedStep &step = steps[s];
+    ++step_;
+    if (options_.comm)
+      options_.comm->setPosition(step_, state.epoch + 1);
+    state.learningRate =
+        float(optim::scheduledLearningRate(options_.schedule,
+                                           float(options_.hyper.learningRate * options_.learningRateScale),
+                                           state.epoch, double(step.begin) / double(n)) *
+              optim::warmupFactor(warmup, options_.learningRateScale, step_));
+    // The loss scale 1 / this: the step's samples over every rank (their
+    // gradients are summed), or for local SGD its share of them (each
+    // replica steps on its own, then they are averaged).
+    const double stepSamples = localSgd ? double(step.samples) / double(ranks()) : double(step.samples);
+    const int64_t micro = microBatches[s];
+    if (micro == 0) {
+      writeStepScalars(plan_, backend_,
+                       optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
+                                          stepSamples, 0));
+      if (Status st = runEmptyStep(); !st)
+        return Error{st.message()};
     }
-    const bool lastMicro = stepDone + size >= stepSamples;
-    writeStepScalars(plan_, backend_,
-                     optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
-                                        stepSamples, size));
-    backend_.run(firstMicro ? 0 : plan_.stepBegin, lastMicro ? plan_.ops.size() : plan_.backwardEnd, size,
-                 slot);
-    state.lastSlot = slot;
-    current = prefetcher.next();
-    if (current)
-      stage(1 - slot, *current);
-    slot = 1 - slot;
-    stepDone = lastMicro ? 0 : stepDone + size;
-    state.done += size;
-    state.lastBatch = size;
-    ++state.batchIndex;
-    ++batchesUnread;
-    samplesUnread += size;
-    if (!lastMicro)
-      continue;
+    for (int64_t m = 0; m < micro; ++m) {
+      backend_.fence(); // the current batch is in `slot`
+      const int64_t size = current->size;
+      prefetcher.recycle(std::move(*current));
+      const bool firstMicro = m == 0, lastMicro = m + 1 == micro;
+      writeStepScalars(plan_, backend_,
+                       optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
+                                          stepSamples, size));
+      if (Status st = runOps(firstMicro ? 0 : plan_.stepBegin,
+                             lastMicro ? plan_.updateEnd : plan_.backwardEnd, size, slot, lastMicro);
+          !st)
+        return Error{st.message()};
+      state.lastSlot = slot;
+      state.lastBatch = size;
+      current = prefetcher.next();
+      if (current)
+        stage(1 - slot, *current);
+      slot = 1 - slot;
+    }
+    if (localSgd && step_ % options_.syncEvery == 0)
+      if (Status st = averageReplicas(); !st)
+        return Error{st.message()};
+    state.done = step.begin + step.samples;
+    const int64_t globalBatch = options_.batch * ranks();
+    const int64_t batchIndex = (state.done + globalBatch - 1) / globalBatch;
+    batchesUnread += batchIndex - state.batchIndex;
+    state.batchIndex = batchIndex;
+    samplesUnread += step.samples;
     // Every --log-every steps, at the epoch's end and before a stop: the sums.
-    auto read = [&]() -> Status {
-      Status s = readSums(state, batchesUnread, samplesUnread, observer);
+    const bool last = s + 1 == steps.size();
+    bool stop = false;
+    if (++stepsUnread >= logEvery_ || last) {
+      auto read = readSums(state, batchesUnread, samplesUnread, observer);
+      if (!read)
+        return read.error();
+      stop = *read;
       stepsUnread = batchesUnread = samplesUnread = 0;
-      return s;
-    };
-    if (++stepsUnread >= logEvery_ || !current)
-      if (Status s = read(); !s)
-        return Error{s.message()};
-    if (state.done < n && observer.stopRequested()) {
-      if (stepsUnread > 0)
-        if (Status s = read(); !s)
-          return Error{s.message()};
+    }
+    // One process polls its observer after every step; ranks agree on a stop
+    // when they read the sums.
+    if (ranks() == 1 && !last && observer.stopRequested()) {
+      if (stepsUnread > 0) {
+        auto read = readSums(state, batchesUnread, samplesUnread, observer);
+        if (!read)
+          return read.error();
+      }
+      stop = true;
+    }
+    if (stop && !last) {
       backend_.synchronize();
       return true;
     }
@@ -458,6 +343,42 @@ void Trainer::flatLossHint(const EpochState &state, const EpochReport &report, d
                               report.epoch, report.trainLoss, init, state.learningRate));
 }
 
+Status Trainer::writeEpochFiles(const EpochReport &report) {
+  if (!options_.outDir.empty()) {
+    const std::filesystem::path dir(options_.outDir);
+    if (Status s = saveState((dir / kLastCheckpointName).string(), report.epoch); !s)
+      return s;
+    if (report.best)
+      if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
+        return s;
+  }
+  return writeMetrics(metricsLine(report));
+}
+
+Status Trainer::agreeOnEpochEnd(const Status &mine) {
+  if (ranks() == 1)
+    return mine;
+  comm::Outcome outcome;
+  outcome.ok = mine.ok();
+  outcome.message = mine.ok() ? std::string() : mine.message();
+  auto verdict = comm::agree(*options_.comm, outcome, "agreement at the epoch's end");
+  if (!verdict)
+    return Error{verdict.message()};
+  errorOnEveryRank_ = !verdict->ok;
+  return verdict->ok ? Status::success() : fail(verdict->message);
+}
+
+Expected<bool> Trainer::anyRankStops(bool mine) {
+  if (ranks() == 1)
+    return mine;
+  std::array<double, 1> stops = {mine ? 1.0 : 0.0};
+  if (Status s = options_.comm->allReduce(std::span<double>(stops), comm::ReduceOp::Sum,
+                                          "all-reduce of the stop requests");
+      !s)
+    return Error{s.message()};
+  return stops[0] != 0;
+}
+
 Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
   if (Status s = start(observer); !s)
     return s.message().empty() ? fail("training could not start") : Error{s.message()};
@@ -476,7 +397,7 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     // A run resumed mid-epoch skips the samples its checkpoint has done.
     state.skipped = epoch == firstEpoch_ ? firstPosition_ : 0;
     state.done = state.skipped;
-    state.batchIndex = (state.skipped + options_.batch - 1) / options_.batch;
+    state.batchIndex = (state.skipped + options_.batch * ranks() - 1) / (options_.batch * ranks());
     state.lossSum = state.skipped ? firstLossSum_ : 0;
     state.correct = state.skipped ? firstCorrect_ : 0;
     state.learningRate = options_.hyper.learningRate;
@@ -486,6 +407,10 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       return stopped.error();
     if (*stopped)
       return interrupt(std::move(summary), epoch, state.done, state.lossSum, state.correct, runStart);
+    // Local SGD: the replicas agree at every epoch's end (evaluation and checkpoints see one model).
+    if (step_ % options_.syncEvery != 0)
+      if (Status s = averageReplicas(); !s)
+        return Error{s.message()};
     const int64_t skipped = state.skipped;
     const float learningRate = state.learningRate;
     const double lossSum = state.lossSum, correct = state.correct;
@@ -499,10 +424,12 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     report.classification = summary.classification;
     report.validation = options_.evaluatesValidation;
     if (test_) {
-      Evaluation e = evaluate(plan_, backend_, *test_, options_.batch);
-      report.testLoss = e.loss;
-      report.testAccuracy = e.accuracy;
-      summary.finalTest = std::move(e);
+      auto e = evaluate(plan_, backend_, *test_, options_.batch, options_.comm);
+      if (!e)
+        return e.error();
+      report.testLoss = e->loss;
+      report.testAccuracy = e->accuracy;
+      summary.finalTest = std::move(*e);
     }
     // Best: highest test accuracy (classification), else lowest loss.
     double score = summary.classification && report.testAccuracy ? *report.testAccuracy
@@ -519,20 +446,20 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     previousLoss = report.trainLoss;
     // Checkpoints first, then the metrics line: an interruption in between
     // leaves a checkpoint ahead of the metrics, never the other way round.
-    if (!options_.outDir.empty()) {
-      const std::filesystem::path dir(options_.outDir);
-      if (Status s = saveState((dir / kLastCheckpointName).string(), report.epoch); !s)
-        return Error{s.message()};
-      if (report.best)
-        if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
-          return Error{s.message()};
-    }
-    if (Status s = writeMetrics(metricsLine(report)); !s)
-      return Error{s.message()};
+    // (Only rank 0 has an output folder and metrics files; every rank
+    // learns whether its writes failed.)
+    Status written = writeEpochFiles(report);
+    if (Status agreed = agreeOnEpochEnd(written); !agreed)
+      return Error{agreed.message()};
     summary.epochs.push_back(report);
     observer.onEpoch(report);
-    if (report.epoch < options_.epochs && observer.stopRequested())
-      return interrupt(std::move(summary), epoch, n, lossSum, correct, runStart);
+    if (report.epoch < options_.epochs) {
+      auto stop = anyRankStops(observer.stopRequested());
+      if (!stop)
+        return stop.error();
+      if (*stop)
+        return interrupt(std::move(summary), epoch, n, lossSum, correct, runStart);
+    }
   }
   summary.steps = step_;
   summary.bestEpoch = bestEpoch_;

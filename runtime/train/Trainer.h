@@ -11,9 +11,17 @@
 // library never prints: what happens is reported to a TrainObserver, which
 // may also ask the run to stop (Ctrl-C): the trainer then finishes the current
 // step and saves a checkpoint that resumes exactly, mid-epoch included.
+// Data parallelism: with a communicator of several ranks every rank runs its
+// share of each step of the global shuffled order (data/Sharding.h), the
+// plan's all-reduce ops sum the gradients while the backward pass goes on
+// (or local SGD averages the replicas every few steps), rank 0's initial
+// state reaches every rank by broadcast, the loss sums, evaluation and a stop
+// request are summed over the ranks, and only rank 0 writes files (the
+// caller gives the others no output paths).
 #pragma once
 
 #include "codegen/Plan.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/core/Backend.h"
 #include "runtime/data/Dataset.h"
 #include "runtime/optim/Optimizer.h"
@@ -31,7 +39,7 @@ namespace netc::train {
 
 struct TrainOptions {
   int64_t epochs = 100; // Azure ML: 100 learning iterations
-  int64_t batch = 1;    // Azure ML / MicrosoftML: online SGD (miniBatchSize 1)
+  int64_t batch = 1;    // per rank; Azure ML / MicrosoftML: online SGD (miniBatchSize 1)
   /// Micro-batches of `batch` per optimizer step (the plan must be built with
   /// accumulateGradients when above 1): equal to a batch `accumulate` times larger.
   int64_t accumulate = 1;
@@ -52,6 +60,16 @@ struct TrainOptions {
   std::set<std::string> freshParameters; // with initFrom: parameters left as initialised
   bool evaluatesValidation = false;      // the per-epoch evaluation set is a validation split
   CheckpointInfo info;                   // network, source hash, normalizer... stored in checkpoints
+  /// The job's ranks (null: this process alone). A data-parallel plan's
+  /// communication ops run through it; the backend must be attached to it.
+  comm::Communicator *comm = nullptr;
+  /// Local SGD (a plan built with ReplicaSync::AverageReplicas): average the
+  /// replicas every this many steps, and at every epoch's end.
+  int64_t syncEvery = 1;
+  /// The base learning rate's factor for the ranks (--lr-scaling) and the
+  /// warm-up (--lr-warmup).
+  double learningRateScale = 1;
+  optim::Warmup warmup;
 };
 
 struct Progress {
@@ -105,6 +123,9 @@ public:
           const data::Dataset *test, TrainOptions options);
   /// Initialises (or resumes) and runs every remaining epoch.
   Expected<TrainSummary> run(TrainObserver &observer);
+  /// Whether run's error is the same on every rank (agreed, or a divergence
+  /// all ranks saw), so that it is reported once; otherwise it is this rank's.
+  bool errorOnEveryRank() const { return errorOnEveryRank_; }
 
 private:
   /// The running sums of one epoch, as the steps report them.
@@ -117,12 +138,34 @@ private:
     float learningRate = 0;
     std::chrono::steady_clock::time_point start;
   };
+  /// prepare(), then with several ranks the agreement that every rank
+  /// prepared, and rank 0's state broadcast.
   Status start(TrainObserver &observer);
-  /// Reads (and clears) the loss sums into `state`, reports progress and
-  /// checks the loss is finite; `batchesRead` batches ended since the last read.
-  Status readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead, TrainObserver &observer);
+  /// Checks the outputs, resumes or initialises: this rank's own part.
+  Status prepare(TrainObserver &observer);
+  /// Reads (and clears) the loss sums into `state` (summed over the ranks,
+  /// with their stop requests: true when some rank's observer asked to
+  /// stop), reports progress and checks the loss is finite; `batchesRead`
+  /// batches ended since the last read.
+  Expected<bool> readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead,
+                          TrainObserver &observer);
   /// The step loop of one epoch: true when the observer asked to stop.
   Expected<bool> runSteps(EpochState &state, TrainObserver &observer);
+  /// Runs ops [first, last) for a micro-batch of `size` samples in `slot`;
+  /// `communicate` false leaves out the communication ops (a micro-batch
+  /// that does not end its step).
+  Status runOps(size_t first, size_t last, int64_t size, int slot, bool communicate);
+  /// A step of which this rank has no sample: zero gradients into the
+  /// all-reduces, then the update.
+  Status runEmptyStep();
+  /// Local SGD: averages the replicas' parameters and optimizer state.
+  Status averageReplicas();
+  /// Rank 0's parameters and optimizer state on every rank.
+  Status broadcastState();
+  /// Global micro-batches (--batch × ranks samples) of an epoch: what progress counts.
+  int64_t batchesPerEpoch() const;
+  int rank() const { return options_.comm ? options_.comm->rank() : 0; }
+  int ranks() const { return options_.comm ? options_.comm->size() : 1; }
   /// The flat-loss hint after an epoch, once per run.
   void flatLossHint(const EpochState &state, const EpochReport &report, double previousLoss,
                     bool classification, TrainObserver &observer);
@@ -130,6 +173,12 @@ private:
   /// first, on the last `batch` samples, in input slot `inputSlot`.
   Status diverged(int64_t step, int64_t epoch, int64_t batch, int inputSlot, float learningRate);
   Status writeMetrics(const std::string &line);
+  /// At an epoch's end: last.safetensors (and best.safetensors), then the metrics line.
+  Status writeEpochFiles(const EpochReport &report);
+  /// Every rank learns whether any rank's `mine` failed (the first failure).
+  Status agreeOnEpochEnd(const Status &mine);
+  /// Whether any rank asks to stop.
+  Expected<bool> anyRankStops(bool mine);
   /// Ends the run at the observer's request after `done` samples of (0-based)
   /// `epoch`: saves last.safetensors there unless the epoch is complete.
   Expected<TrainSummary> interrupt(TrainSummary summary, int64_t epoch, int64_t done, double lossSum,
@@ -153,6 +202,8 @@ private:
   int64_t logEvery_ = 1;
   bool hinted_ = false;
   std::vector<std::string> metricsPaths_;
+  std::vector<float> zeroGradients_; // runEmptyStep's (sized once)
+  bool errorOnEveryRank_ = false;
 };
 
 } // namespace netc::train

@@ -306,14 +306,14 @@ TEST(Interrupt, AStopMidEpochSavesACheckpointThatResumesBitIdentically) {
   EXPECT_TRUE(temporariesIn(s.outDir).empty());
 
   s.resume = stopped.checkpoint;
-  // The rest of epoch 2 is the same batches only with the same batch size
+  // The rest of epoch 2 is the same steps only with the same global batch
   // and order: another is refused, naming what the checkpoint recorded.
   TrainSettings other = s;
   other.batch = 50;
   TrainResult refused = trainNetwork(seedNet(), other);
   ASSERT_FALSE(refused.ok());
   EXPECT_CONTAINS(refused.error,
-                  "stopped in the middle of epoch 2, which it continues only with the batch size "
+                  "stopped in the middle of epoch 2, which it continues only with the global batch "
                   "and order it had: pass --batch 32 without --no-shuffle");
   other = s;
   other.shuffle = false;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# deb_test.sh -- makes the Debian package from a build without sanitizers
+# deb_test.sh -- makes the Debian packages from a build without sanitizers
 # (scripts/package_deb.sh PACKAGE_BUILD_DIR: a no-op rebuild when
 # scripts/test.sh has built it already), checks that dpkg-shlibdeps computed
-# its Depends and that they name no sanitizer runtime, unpacks it into a
-# scratch root (dpkg -x) and runs `netc --version` and `netc check` from
-# there. Exits 77 (reported as skipped by CTest) only when dpkg-dev or file,
+# their Depends and that they name no sanitizer runtime, that netc does not
+# depend on Open MPI and netc-mpi (the MPI plugin) does, unpacks netc alone
+# into a scratch root (dpkg -x) and runs `netc --version`, `netc check` and a
+# one-process `netc train` from there. Exits 77 (reported as skipped by CTest) only when dpkg-dev or file,
 # which the packaging needs, are missing.
 #
 # Usage: deb_test.sh SOURCE_DIR PACKAGE_BUILD_DIR WORK_DIR
@@ -31,10 +32,28 @@ if grep -Eq 'libasan|libubsan|liblsan|libtsan' <<<"$depends"; then
   exit 1
 fi
 dpkg-deb -c "$deb" | awk '{print $6}' | grep -E 'bin/netc$|libnetc\.so|netc_c\.h$|netcConfig\.cmake$|netc\.pc$'
+if grep -q 'libopenmpi' <<<"$depends"; then
+  echo "deb_test: netc depends on Open MPI; only netc-mpi may" >&2
+  exit 1
+fi
+mpi_deb=$(ls "$package_build"/netc-mpi_*.deb 2>/dev/null || true)
+if [[ -n $mpi_deb ]]; then
+  mpi_depends=$(dpkg-deb -f "$mpi_deb" Depends)
+  echo "deb_test: netc-mpi Depends: $mpi_depends"
+  for needed in libopenmpi "netc (= "; do
+    grep -q "$needed" <<<"$mpi_depends" || { echo "deb_test: netc-mpi's Depends lacks $needed" >&2; exit 1; }
+  done
+  dpkg-deb -c "$mpi_deb" | awk '{print $6}' | grep -E 'netc/libnetc-comm-mpi\.so$'
+else
+  echo "deb_test: no netc-mpi package (this build found no Open MPI)"
+fi
 
 rm -rf "$work"
 mkdir -p "$work"
 dpkg -x "$deb" "$work/root"
 "$work/root/usr/bin/netc" --version
 "$work/root/usr/bin/netc" check "$source/examples/mnist.net"
+# The netc package alone trains (one process: no MPI plugin needed).
+"$work/root/usr/bin/netc" train "$source/examples/mnist.net" --data "$source/tests/fixtures/mnist-slice" --epochs 1 \
+  --batch 50 --threads 1 --seed 1 --progress none --out "$work/run" --overwrite | tail -n 2
 echo "deb_test: passed"

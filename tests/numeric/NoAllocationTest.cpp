@@ -87,9 +87,10 @@ TEST(NoAllocation, TrainingStepsAllocateNothingInsideRun) {
         const auto scalars = optim::stepScalars(planOptions.update, 0.1f, 2, batch, batch);
         m.backend().write(plan->scalars, scalars);
         const int64_t start = gAllocations.load();
-        m.backend().run(0, plan->ops.size(), batch);
-        m.backend().run(plan->stepBegin, plan->ops.size(), batch, 1);
+        const bool ran = m.backend().run(0, plan->ops.size(), batch).ok() &&
+                         m.backend().run(plan->stepBegin, plan->ops.size(), batch, 1).ok();
         const int64_t during = gAllocations.load() - start;
+        EXPECT_TRUE(ran);
         EXPECT_EQ(during, 0) << "operator new was called " << during << " time(s) inside Backend::run";
         EXPECT_NE(m.read(plan->parameterArena), before) << "the steps changed no parameter";
       }

@@ -154,7 +154,8 @@ public:
     const auto scalars = optim::stepScalars(rule, learningRate, step, batch_, batch_);
     backend_->write(plan_->scalars, scalars);
     backend_->write(plan_->metrics, std::vector<float>(plan::kMetricCount, 0.0f));
-    backend_->run(first, last, batch_);
+    if (Status ran = backend_->run(first, last, batch_); !ran)
+      ADD_FAILURE() << ran.message();
     backend_->synchronize();
   }
 

@@ -2,7 +2,11 @@
 // json]`: training (forward, loss, backward, SGD-momentum update) and
 // inference throughput of the compiled plan on random data, medians over
 // repeats. bench/compare_torch.py runs it next to the same network in PyTorch.
+// With --ranks N (or under mpirun/srun) every rank runs the data-parallel
+// step, gradients all-reduced, and rank 0 prints the job's figures
+// (bench/compare_ddp.py runs it next to PyTorch's DistributedDataParallel).
 #include "CommandSupport.h"
+#include "RankLauncher.h"
 
 #include "netc/Training.h"
 
@@ -17,6 +21,8 @@ namespace {
 struct BenchArgs {
   std::string file, format = "text";
   BenchSettings settings;
+  int ranks = 0; // --ranks (0: not given)
+  std::vector<std::string> commandLine;
 };
 
 /// The per-op table of --profile: median microseconds per training step and
@@ -37,16 +43,21 @@ void printProfile(const BenchResult &r) {
   std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
 }
 
-int runBench(const BenchArgs &args) {
+int runBench(BenchArgs &args) {
   if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
     return kUsageError;
+  if (auto done = settleLaunch(args.ranks, args.settings.threads, args.commandLine, args.settings.launch))
+    return *done;
+  const bool rankZero = args.settings.launch.rank == 0;
   BenchResult r = bench(args.file, args.settings);
-  if (!r.diagnostics.empty())
+  if (!r.diagnostics.empty() && rankZero)
     std::fputs(r.diagnostics.c_str(), stderr);
   if (r.failure != FailureKind::None) {
     std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
     return r.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
+  if (!rankZero) // rank 0 reports the job's figures
+    return kSuccess;
   if (args.format == "json") {
     nlohmann::json j = {{"train_images_per_sec", r.trainImagesPerSecond},
                         {"infer_images_per_sec", r.inferImagesPerSecond},
@@ -57,7 +68,8 @@ int runBench(const BenchArgs &args) {
                         {"params", r.params},
                         {"train_bytes_per_batch", r.trainBytesPerBatch},
                         {"infer_bytes_per_batch", r.inferBytesPerBatch},
-                        {"backend", args.settings.backend}};
+                        {"backend", args.settings.backend},
+                        {"ranks", r.ranks}};
     if (args.settings.profile) {
       nlohmann::json ops = nlohmann::json::array();
       for (const OpProfile &p : r.profile)
@@ -70,21 +82,25 @@ int runBench(const BenchArgs &args) {
   }
   if (args.format == "text")
     printProfile(r);
-  std::printf("%s", fmt::format("{}: batch {}, {} thread(s), {} parameters\n"
-                                "training   {:>10.0f} images/s (median of {})\n"
-                                "inference  {:>10.0f} images/s (median of {})\n"
-                                "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n",
-                                args.file, r.batch, r.threads, r.params, r.trainImagesPerSecond,
-                                r.trainRuns.size(), r.inferImagesPerSecond, r.inferRuns.size(),
-                                r.trainBytesPerBatch / (1 << 20), r.inferBytesPerBatch / (1 << 20))
-                        .c_str());
+  std::printf(
+      "%s",
+      fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"
+                  "training   {:>10.0f} images/s (median of {})\n"
+                  "inference  {:>10.0f} images/s (median of {})\n"
+                  "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n",
+                  args.file, r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
+                  r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks) : std::string(),
+                  r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
+                  r.inferRuns.size(), r.trainBytesPerBatch / (1 << 20), r.inferBytesPerBatch / (1 << 20))
+          .c_str());
   return kSuccess;
 }
 
 } // namespace
 
-void addBenchCommand(CLI::App &app, int &exitCode) {
+void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine) {
   auto args = std::make_shared<BenchArgs>();
+  args->commandLine = commandLine;
   BenchSettings &s = args->settings;
   CLI::App *cmd =
       app.add_subcommand("bench", "Training and inference throughput of a network on random data");
@@ -100,6 +116,12 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--input-size", s.inputSize, int64_t{1}, kMaxInt64,
                    "Features per sample for an 'auto' input that nothing sizes");
   cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
+  addRanksOption(*cmd, args->ranks);
+  cmd->add_option("--comm-timeout", s.commTimeout,
+                  "Seconds any rank waits for the others before naming the rank that did not answer")
+      ->check(CLI::Range(1e-3, kMaxCommTimeout))
+      ->type_name("SECONDS")
+      ->capture_default_str();
   cmd->add_flag("--profile", s.profile,
                 "Also time each op of the training plan on its own and print the median per step");
   cmd->add_option("--format", args->format, "text or json")

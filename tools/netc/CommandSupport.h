@@ -139,7 +139,8 @@ void addCompileCommand(CLI::App &app, int &exitCode);
 void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
 void addEvalCommand(CLI::App &app, int &exitCode);
 void addPredictCommand(CLI::App &app, int &exitCode);
-void addBenchCommand(CLI::App &app, int &exitCode);
+/// `commandLine` (argv) starts the ranks of --ranks N.
+void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
 void addLspCommand(CLI::App &app, int &exitCode);
 
 } // namespace netc::cli

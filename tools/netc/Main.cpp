@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
   netc::cli::addTrainCommand(app, exitCode, commandLine);
   netc::cli::addEvalCommand(app, exitCode);
   netc::cli::addPredictCommand(app, exitCode);
-  netc::cli::addBenchCommand(app, exitCode);
+  netc::cli::addBenchCommand(app, exitCode, commandLine);
   netc::cli::addLspCommand(app, exitCode);
   try {
     app.parse(argc, argv);

@@ -8,16 +8,22 @@
 // last.safetensors is saved where the run stands, and the exact command that
 // resumes it is printed (exit status 128 + the signal, 130 for Ctrl-C); a
 // second Ctrl-C ends the process at once, removing the temporaries of any
-// write in progress.
+// write in progress. As a rank of a data-parallel job (`--ranks N`, mpirun,
+// srun) only rank 0 prints progress and results; the others print only their
+// own errors. SIGUSR1 (what mpirun forwards) stops a job as Ctrl-C does, and
+// its ranks agree on the step; a rank ended by SIGTERM says so first.
 #include "CommandSupport.h"
 #include "ProgressPrinter.h"
+#include "RankLauncher.h"
 
 #include "netc/Training.h"
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
+#include <iterator>
 #include <limits>
 #include <unistd.h>
 
@@ -32,6 +38,14 @@ namespace {
 std::atomic<int> gStopSignal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
 
+/// A rank of a job says why it stops when its launcher ends it (SIGTERM):
+/// mpirun does so when another rank died or failed. Written before any
+/// signal can arrive; empty for a single process.
+char gTerminatedNote[256] = "";
+/// Set once the process reports how it ended: a SIGTERM then needs no note.
+std::atomic<bool> gEnding{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
+
 extern "C" void onStopSignal(int signal) {
   if (gStopSignal != 0) { // the second one: stop at once
     removeTrainingTemporaries();
@@ -39,10 +53,13 @@ extern "C" void onStopSignal(int signal) {
     [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
     ::_exit(128 + signal);
   }
+  if (signal == SIGTERM && gTerminatedNote[0] != '\0' && !gEnding) {
+    [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, gTerminatedNote, std::strlen(gTerminatedNote));
+  }
   gStopSignal = signal;
 }
 
-/// Routes SIGINT and SIGTERM to onStopSignal while it lives.
+/// Routes SIGINT, SIGTERM and SIGUSR1 to onStopSignal while it lives.
 class StopSignals {
 public:
   StopSignals() {
@@ -50,19 +67,19 @@ public:
     action.sa_handler = onStopSignal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART; // writes in progress carry on
-    sigaction(SIGINT, &action, &oldInterrupt_);
-    sigaction(SIGTERM, &action, &oldTerminate_);
+    for (size_t i = 0; i < std::size(kSignals); ++i)
+      sigaction(kSignals[i], &action, &old_[i]);
   }
   ~StopSignals() {
-    sigaction(SIGINT, &oldInterrupt_, nullptr);
-    sigaction(SIGTERM, &oldTerminate_, nullptr);
+    for (size_t i = 0; i < std::size(kSignals); ++i)
+      sigaction(kSignals[i], &old_[i], nullptr);
   }
   StopSignals(const StopSignals &) = delete;
   StopSignals &operator=(const StopSignals &) = delete;
 
 private:
-  struct sigaction oldInterrupt_ {
-  }, oldTerminate_{};
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGUSR1};
+  struct sigaction old_[std::size(kSignals)]{};
 };
 
 /// `word` as one shell word (single-quoted when it needs to be).
@@ -105,6 +122,9 @@ std::string resumeCommand(const std::vector<std::string> &commandLine, const std
 struct TrainArgs {
   std::string file;
   TrainSettings settings;
+  int ranks = 0; // --ranks (0: not given)
+  std::string sync = "allreduce", lrScaling = "none";
+  std::optional<std::string> lrWarmup;
   std::optional<float> learningRate;
   std::optional<uint64_t> seed;
   std::optional<int64_t> logEvery;
@@ -119,11 +139,19 @@ struct TrainArgs {
 
 class TrainPrinter final : public TrainListener {
 public:
-  TrainPrinter(bool quiet, ProgressStyle style) : quiet_(quiet), progress_(style) {}
+  /// `quiet`: only the final summary; `silent`: nothing (the ranks but 0).
+  TrainPrinter(bool quiet, bool silent, ProgressStyle style)
+      : quiet_(quiet || silent), silent_(silent), progress_(silent ? ProgressStyle::None : style) {}
+  /// A rank of a job stops on signals from the start: its launcher's
+  /// SIGTERM must leave it the time to say why it ends.
+  void catchSignalsNow() {
+    if (!signals_)
+      signals_.emplace();
+  }
   void onSetup(const std::vector<std::string> &lines) override {
     // Training starts now: from here on Ctrl-C stops it cleanly (before, it
     // ends the process, which has written nothing yet).
-    signals_.emplace();
+    catchSignalsNow();
     if (quiet_)
       return;
     for (const std::string &line : lines)
@@ -142,13 +170,15 @@ public:
     std::fflush(stdout);
   }
   void onHint(const std::string &hint) override {
+    if (silent_)
+      return;
     progress_.clear();
     std::fprintf(stderr, "netc: hint: %s\n", hint.c_str());
   }
   bool stopRequested() override {
     if (gStopSignal == 0)
       return false;
-    if (!stopAnnounced_) {
+    if (!stopAnnounced_ && !silent_) {
       progress_.clear();
       std::fprintf(stderr, "netc: stopping: saving the run where it stands (%s again to stop at once)\n",
                    gStopSignal == SIGINT ? "Ctrl-C" : "the signal");
@@ -158,7 +188,7 @@ public:
   }
 
 private:
-  bool quiet_;
+  bool quiet_, silent_;
   ProgressPrinter progress_;
   std::optional<StopSignals> signals_;
   bool stopAnnounced_ = false;
@@ -203,6 +233,13 @@ std::optional<std::string> parseSettingTexts(TrainArgs &args) {
       return problem;
     s.normalize = normalize;
   }
+  if (auto problem = take(parseSync(args.sync), s.sync))
+    return problem;
+  if (auto problem = take(parseLrScaling(args.lrScaling), s.lrScaling))
+    return problem;
+  if (args.lrWarmup)
+    if (auto problem = take(parseLrWarmup(*args.lrWarmup), s.lrWarmup))
+      return problem;
   return std::nullopt;
 }
 
@@ -214,6 +251,17 @@ int runTrain(TrainArgs &args) {
     return kUsageError;
   }
   TrainSettings &s = args.settings;
+  // --ranks N: start the job (this process then only waits for it), or
+  // this process's place in one.
+  if (auto done = settleLaunch(args.ranks, s.threads, args.commandLine, s.launch))
+    return *done;
+  const bool rankZero = s.launch.rank == 0;
+  if (s.launch.size > 1)
+    std::snprintf(
+        gTerminatedNote, sizeof gTerminatedNote,
+        "netc: rank %d of %d: ended by SIGTERM (mpirun ends every rank when one of them dies or fails; "
+        "its message names that rank)\n",
+        s.launch.rank, s.launch.size);
   s.learningRate = args.learningRate;
   s.seed = args.seed;
   s.logEvery = args.logEvery.value_or(0); // 0: the backend's choice
@@ -223,18 +271,29 @@ int runTrain(TrainArgs &args) {
                                        : Task::Regression;
   }
   ProgressStyle style = parseProgressStyle(args.progress, stderr);
-  TrainPrinter printer(args.quiet, style);
+  TrainPrinter printer(args.quiet, !rankZero, style);
+  if (s.launch.size > 1)
+    printer.catchSignalsNow();
   TrainResult r = trainNetwork(args.file, s, &printer);
-  if (!r.diagnostics.empty())
+  gEnding = true;
+  if (!r.diagnostics.empty() && rankZero)
     std::fputs(r.diagnostics.c_str(), stderr);
   if (!r.ok()) {
-    std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
+    // An error every rank agreed on is printed once; a rank's own, by it.
+    if (rankZero || !r.errorOnEveryRank)
+      std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
     return r.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
   if (r.interrupted) {
+    // Rank 0 saved the run and reports; the others' part ended cleanly
+    // (a non-zero status would make mpirun end rank 0 before it reports).
+    if (!rankZero)
+      return kSuccess;
     reportInterrupted(r, args.commandLine);
     return 128 + gStopSignal;
   }
+  if (!rankZero)
+    return kSuccess;
   std::printf("%s", trainSummary(r).c_str());
   if (gStopSignal != 0) { // it came after the last step: the run is complete
     std::fprintf(stderr, "netc: interrupted after the last step; the run is complete\n");
@@ -262,8 +321,10 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
   addIntegerOption(*cmd, "--epochs", s.epochs, int64_t{1}, kMaxInt64,
                    "Passes over the training data (Azure: 100 learning iterations)");
-  addIntegerOption(*cmd, "--batch", s.batch, int64_t{1}, kMaxInt64,
-                   "Samples per update (Azure/MicrosoftML: 1, online SGD)");
+  addIntegerOption(
+      *cmd, "--batch", s.batch, int64_t{1}, kMaxInt64,
+      "Samples per update of each rank (default 1, Azure/MicrosoftML's online SGD; with --resume the "
+      "run's global batch divided among the ranks)");
   addIntegerOption(*cmd, "--accumulate", s.accumulate, int64_t{1}, kMaxInt64,
                    "Micro-batches K of --batch samples per optimizer step: the same update as one batch K "
                    "times larger, in the memory of one --batch");
@@ -340,6 +401,24 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                   "MiB of gradients a data-parallel run all-reduces at once (a gradient bucket)")
       ->type_name("MB")
       ->capture_default_str();
+  addRanksOption(*cmd, args->ranks);
+  cmd->add_option("--comm-timeout", s.commTimeout,
+                  "Seconds any rank waits for the others before naming the rank that did not answer")
+      ->check(CLI::Range(1e-3, kMaxCommTimeout))
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  cmd->add_option("--sync", args->sync,
+                  "How the ranks stay together: allreduce (every step's gradients summed) or local-sgd:H "
+                  "(each rank steps alone; their weights are averaged every H steps and at each epoch's end)")
+      ->capture_default_str();
+  cmd->add_option("--lr-scaling", args->lrScaling,
+                  "Learning rate for the global batch: none, linear (× the ranks, Goyal et al. 2017) or sqrt")
+      ->capture_default_str();
+  cmd->add_option(
+         "--lr-warmup", args->lrWarmup,
+         "Raise the learning rate linearly over the first N epochs (N or Nepochs) or steps (Nsteps), "
+         "from the unscaled rate when --lr-scaling scales it")
+      ->type_name("N[epochs|steps]");
   cmd->add_option("--progress", args->progress, "auto, bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();

@@ -1,0 +1,208 @@
+// DataParallel.cpp -- a process as a rank of a data-parallel job
+// (DataParallel.h). Fingerprint values are short texts: a setting as its
+// flag spells it, a data set as its size and a hash of its contents.
+#include "api/DataParallel.h"
+#include "api/SettingValues.h"
+#include "runtime/comm/Launch.h"
+#include "runtime/comm/OpenCommunicator.h"
+#include "support/ByteSize.h"
+#include "support/Version.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <thread>
+
+namespace netc {
+
+LaunchResult launchFromEnvironment() {
+  LaunchResult result;
+  auto info = comm::parseLaunchEnvironment(comm::processEnvironment());
+  if (!info) {
+    result.error = info.message();
+    return result;
+  }
+  result.launch = {info->rank, info->size, info->localRank, info->localSize, info->launcher};
+  return result;
+}
+
+} // namespace netc
+
+namespace netc::training {
+
+namespace {
+
+std::string datasetFingerprint(const data::Dataset &d) {
+  const std::string features = comm::hashBytes(d.features.data(), d.features.size() * sizeof(float));
+  const std::string labels = comm::hashBytes(d.labels.data(), d.labels.size() * sizeof(float));
+  return fmt::format("{} samples of {} features (contents {}, labels {})", d.count, d.featureCount, features,
+                     labels);
+}
+
+std::string checkpointFingerprint(const train::SafetensorsFile &file) {
+  std::string all;
+  for (const auto &[key, value] : file.metadata)
+    all += key + '\0' + value + '\0';
+  for (const train::Tensor &t : file.tensors)
+    all += t.name + '\0' + comm::hashBytes(t.bytes.data(), t.bytes.size());
+  return "contents " + comm::hashBytes(all.data(), all.size());
+}
+
+/// The ranks counts that divide `globalBatch` (up to 64 of them): "1, 2, 4 or 8".
+std::string dividingRanks(int64_t globalBatch) {
+  std::vector<std::string> counts;
+  for (int64_t r = 1; r <= globalBatch && counts.size() < 64; ++r)
+    if (globalBatch % r == 0)
+      counts.push_back(std::to_string(r));
+  std::string text;
+  for (size_t i = 0; i < counts.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == counts.size() ? " or " : ", ") + counts[i];
+  return text;
+}
+
+} // namespace
+
+Step<std::shared_ptr<comm::Communicator>> joinJob(const TrainSettings &s) {
+  comm::LaunchInfo launch{s.launch.rank, s.launch.size, s.launch.localRank, s.launch.localSize,
+                          s.launch.launcher};
+  comm::CommOptions options;
+  options.timeoutSeconds = s.commTimeout;
+  auto joined = comm::openCommunicator(launch, options);
+  if (!joined)
+    return input(joined.message());
+  return std::move(*joined);
+}
+
+Step<int64_t> settleBatch(const TrainSettings &s, const StartPoint &start) {
+  if (s.batch > 0)
+    return s.batch;
+  if (s.resume.empty() || !start.file)
+    return int64_t{1};
+  // The global batch the run had: recorded since data-parallel runs; before,
+  // the batch of its one process (hyperparameters), or Azure's online SGD.
+  int64_t global = 1;
+  if (auto recorded = start.file->metadataInt("global_batch"); recorded && *recorded >= 1)
+    global = *recorded;
+  else if (auto hyper = start.file->metadataString("hyperparameters")) {
+    const nlohmann::json j = nlohmann::json::parse(*hyper, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("batch") && j["batch"].is_number_integer() &&
+        j["batch"].get<int64_t>() >= 1)
+      global = j["batch"].get<int64_t>();
+  }
+  const int ranks = s.launch.size;
+  if (global % ranks != 0)
+    return usage(
+        fmt::format("{} continues a run whose global batch is {} samples per step, which {} ranks "
+                    "cannot share equally: run it on {} ranks, or give --batch (a new global batch of "
+                    "--batch × {}, allowed where an epoch ends)",
+                    s.resume, global, ranks, dividingRanks(global), ranks));
+  return global / ranks;
+}
+
+int threadsPerRank(int threads, const Launch &launch) {
+  if (threads > 0 || launch.localSize <= 1)
+    return threads;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, cores / launch.localSize);
+}
+
+comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run, const StartPoint &start,
+                                 const TrainingData &data) {
+  comm::Fingerprint f;
+  f.add("netc version", kVersion);
+  const optim::Hyperparameters &h = run.hyper;
+  f.add("--epochs", std::to_string(s.epochs));
+  f.add("--batch", std::to_string(s.batch));
+  f.add("--accumulate", std::to_string(s.accumulate));
+  f.add("--optimizer", std::string(optimizerName(s.optimizer)));
+  f.add("--lr", s.learningRate ? fmt::format("{:g}", *s.learningRate) : std::string("the default"));
+  f.add("--momentum", fmt::format("{:g}", h.momentum));
+  f.add("--nesterov", h.nesterov ? "on" : "off");
+  f.add("--weight-decay", fmt::format("{:g}", h.weightDecay));
+  f.add("--beta1, --beta2, --epsilon", fmt::format("{:g}, {:g}, {:g}", h.beta1, h.beta2, h.epsilon));
+  f.add("--decay, --conditioning", fmt::format("{:g}, {:g}", h.decay, h.conditioning));
+  f.add("--schedule", scheduleText(s.schedule));
+  f.add("--init", fmt::format("{} (diameter {:g})", initName(s.init), s.initDiameter));
+  f.add("--normalize", s.normalize ? normalizeText(*s.normalize) : std::string("the default"));
+  f.add("--no-shuffle", s.shuffle ? "off" : "on");
+  f.add("--validation", fmt::format("{:g}", data.validationFraction));
+  f.add("--task", taskText(s.task));
+  f.add("--hidden-nodes", std::to_string(s.hiddenNodes));
+  f.add("--backend", s.backend);
+  f.add("--log-every", s.logEvery ? std::to_string(s.logEvery) : std::string("the backend's"));
+  f.add("--bucket-mb", fmt::format("{:g}", s.bucketMb));
+  f.add("--sync", syncText(s.sync));
+  f.add("--lr-scaling", std::string(lrScalingName(s.lrScaling)));
+  f.add("--lr-warmup", s.lrWarmup.length > 0 ? lrWarmupText(s.lrWarmup) : std::string("none"));
+  f.add("--comm-timeout", fmt::format("{:g}", s.commTimeout));
+  std::string skipped;
+  for (const std::string &layer : s.initSkip)
+    skipped += (skipped.empty() ? "" : ",") + layer;
+  f.add("--init-skip", skipped.empty() ? std::string("none") : skipped);
+  f.add(!s.resume.empty() ? "--resume checkpoint" : "--init-from checkpoint",
+        start.file ? checkpointFingerprint(*start.file) : std::string("none"));
+  f.add("training data", datasetFingerprint(data.train));
+  f.add("test data", data.test ? datasetFingerprint(*data.test) : std::string("none"));
+  return f;
+}
+
+comm::Fingerprint networkFingerprint(const CompiledNetwork &network, const TrainingPlan &plan,
+                                     const Normalizing &normalizing) {
+  comm::Fingerprint f;
+  const ir::Network &net = network.net();
+  f.add("network",
+        fmt::format("'{}' (text {})", net.name,
+                    comm::hashBytes(network.compiled.source.data(), network.compiled.source.size())));
+  f.add("task", fmt::format("{}, {} classes", taskText(network.options.task), plan.classes));
+  f.add("parameters", std::to_string(net.params));
+  const std::string normalizer = normalizing.normalizer.toJson();
+  f.add("normalizer", "fitted " + comm::hashBytes(normalizer.data(), normalizer.size()));
+  return f;
+}
+
+std::optional<Refusal> agreeAcrossRanks(comm::Communicator &comm, std::optional<Refusal> mine,
+                                        const comm::Fingerprint &fingerprint, uint64_t &seed,
+                                        std::string_view what, bool &errorOnEveryRank) {
+  if (comm.size() == 1)
+    return mine;
+  comm::Outcome outcome;
+  outcome.ok = !mine;
+  if (mine) {
+    outcome.kind = static_cast<int>(mine->kind);
+    outcome.message = mine->message;
+  } else {
+    outcome.fingerprint = fingerprint;
+  }
+  outcome.value = seed;
+  auto verdict = comm::agree(comm, outcome, what);
+  if (!verdict) // the exchange itself failed: this rank's own message
+    return input(verdict.message());
+  errorOnEveryRank = !verdict->ok;
+  if (!verdict->ok)
+    return Refusal{verdict->kind == comm::kMismatchKind ? FailureKind::Usage
+                                                        : static_cast<FailureKind>(verdict->kind),
+                   verdict->message};
+  seed = verdict->value;
+  return std::nullopt;
+}
+
+std::string jobLine(const TrainSettings &s, const comm::Communicator &comm, const plan::Plan &plan) {
+  if (comm.size() == 1)
+    return {};
+  const int64_t bucketValues = std::accumulate(plan.buckets.begin(), plan.buckets.end(), int64_t{0},
+                                               [](int64_t n, const plan::Bucket &b) { return n + b.count; });
+  const std::string sync =
+      s.sync.kind == Sync::Kind::LocalSgd
+          ? fmt::format("local SGD: replicas averaged every {} step(s) and at each epoch's end", s.sync.every)
+          : fmt::format("gradients all-reduced in {} bucket(s) of {} in all", plan.buckets.size(),
+                        byteSizeText(uint64_t(bucketValues) * sizeof(float)));
+  return fmt::format(
+      "data parallel: {} ranks ({}, {} on this machine), global batch {} ({} × --batch {}), {}, "
+      "--comm-timeout {:g} s",
+      comm.size(), s.launch.launcher.empty() ? comm.kind() : std::string_view(s.launch.launcher),
+      comm.localSize(), s.batch * comm.size(), comm.size(), s.batch, sync, s.commTimeout);
+}
+
+} // namespace netc::training

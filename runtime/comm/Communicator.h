@@ -1,0 +1,125 @@
+// Communicator.h -- the one interface every parallel scheme moves data
+// through (DESIGN.md §6): ranks, an in-place all-reduce that starts at once
+// and completes at a wait, broadcast, point-to-point send and receive, and a
+// barrier. Implementations: "local" (one process, LocalCommunicator.h) and
+// "mpi" (a plugin library loaded only when more than one rank is asked for,
+// runtime/comm/mpi); NCCL joins them for GPU tensors. Every wait has a
+// timeout (CommOptions::timeoutSeconds, `--comm-timeout`); a failed wait is
+// an error naming the operation, the step and the peer rank that did not
+// answer, and the communicator stays failed afterwards (every later call
+// returns the same error at once). Operations are named by the caller with a
+// short text ("all-reduce of gradient bucket 0") that must stay valid until
+// the operation completes; it is only formatted into a message on failure.
+#pragma once
+
+#include "support/Status.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace netc::comm {
+
+enum class DataType { F32, F64, I64, U8 };
+/// Bytes per element of `type`.
+size_t dataTypeSize(DataType type);
+
+enum class ReduceOp { Sum, Max };
+
+/// How a communicator behaves; the same on every rank.
+struct CommOptions {
+  /// Longest wait for any operation before the peers are asked which of them
+  /// is missing (`--comm-timeout`).
+  double timeoutSeconds = 60;
+};
+
+/// The largest message the helpers below accept from a peer (a fingerprint,
+/// a verdict): anything longer is refused, not allocated.
+inline constexpr int64_t kMaxMessageBytes = int64_t{1} << 20;
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  /// "local", "mpi", ...
+  virtual std::string_view kind() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// This rank's index among the ranks of its machine, and their number.
+  virtual int localRank() const = 0;
+  virtual int localSize() const = 0;
+
+  /// Starts reducing `count` elements at `data` over every rank, in place;
+  /// `data` must not be touched until wait(request) returns. Returns the
+  /// request to wait for.
+  virtual Expected<int64_t> startAllReduce(void *data, int64_t count, DataType type, ReduceOp op,
+                                           std::string_view what) = 0;
+  /// Waits (at most the timeout) for a started all-reduce.
+  virtual Status wait(int64_t request) = 0;
+  /// Copies `bytes` bytes at `data` from rank `root` to every rank.
+  virtual Status broadcast(void *data, int64_t bytes, int root, std::string_view what) = 0;
+  /// Gathers `bytes` bytes from every rank into `all` (size() × bytes, rank
+  /// order) on every rank; `bytes` must be the same everywhere.
+  virtual Status allGather(const void *mine, int64_t bytes, void *all, std::string_view what) = 0;
+  /// Sends `bytes` bytes to rank `peer`; messages between two ranks arrive in order.
+  virtual Status send(const void *data, int64_t bytes, int peer, std::string_view what) = 0;
+  /// Receives exactly `bytes` bytes from rank `peer`.
+  virtual Status receive(void *data, int64_t bytes, int peer, std::string_view what) = 0;
+  /// Returns once every rank has called it.
+  virtual Status barrier(std::string_view what) = 0;
+
+  /// Where the run stands, named in messages: training step `step` (1-based;
+  /// 0: before the first) of epoch `epoch` (1-based).
+  void setPosition(int64_t step, int64_t epoch) {
+    step_ = step;
+    epoch_ = epoch;
+  }
+  /// "at step 120 (epoch 3)", or "before the first training step".
+  std::string position() const;
+  int64_t step() const { return step_; }
+  int64_t epoch() const { return epoch_; }
+  const CommOptions &options() const { return options_; }
+
+  /// start + wait on a span.
+  template <class T> Status allReduce(std::span<T> values, ReduceOp op, std::string_view what) {
+    auto request =
+        startAllReduce(values.data(), static_cast<int64_t>(values.size()), dataTypeOf<T>(), op, what);
+    if (!request)
+      return request.error();
+    return wait(*request);
+  }
+
+protected:
+  explicit Communicator(CommOptions options) : options_(options) {}
+
+private:
+  template <class T> static constexpr DataType dataTypeOf() {
+    if constexpr (std::is_same_v<T, float>)
+      return DataType::F32;
+    else if constexpr (std::is_same_v<T, double>)
+      return DataType::F64;
+    else if constexpr (std::is_same_v<T, int64_t>)
+      return DataType::I64;
+    else {
+      static_assert(std::is_same_v<T, uint8_t>, "all-reduce of float, double, int64_t or uint8_t");
+      return DataType::U8;
+    }
+  }
+
+  CommOptions options_;
+  int64_t step_ = 0, epoch_ = 0;
+};
+
+/// Every rank's `text`, in rank order, on every rank (the longest length by
+/// an all-reduce, then the texts padded to it by an all-gather). A text
+/// longer than `maxBytes` is refused on every rank, naming the longest.
+Expected<std::vector<std::string>> allGatherMessages(Communicator &comm, std::string_view text,
+                                                     std::string_view what,
+                                                     int64_t maxBytes = kMaxMessageBytes);
+
+/// "rank 1 of 4" (the prefix of every message that names a rank).
+std::string rankName(int rank, int size);
+
+} // namespace netc::comm

@@ -1,0 +1,226 @@
+// Launch.cpp -- the launch environment and the mpirun command (Launch.h).
+// Open MPI sets OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE} for every
+// rank it starts. srun sets SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID and
+// SLURM_STEP_NUM_TASKS for each task of a job step, and
+// SLURM_STEP_TASKS_PER_NODE as "2(x3),1" (2 tasks on each of the first three
+// nodes, then 1); a batch script outside any step has SLURM_NTASKS and
+// SLURM_PROCID=0 but no step variables, and is one process.
+#include "runtime/comm/Launch.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace netc::comm {
+
+namespace {
+
+const std::string *find(const Environment &env, const std::string &name) {
+  auto it = env.find(name);
+  return it == env.end() ? nullptr : &it->second;
+}
+
+/// Variable `name` as a decimal integer in [min, max].
+Expected<int> number(const Environment &env, const std::string &name, int min, int max,
+                     std::string_view hint) {
+  const std::string *text = find(env, name);
+  if (!text)
+    return fail(fmt::format("{} is not set, though {}", name, hint));
+  int value = 0;
+  const char *first = text->data(), *last = first + text->size();
+  auto [end, error] = std::from_chars(first, last, value);
+  if (text->empty() || error != std::errc() || end != last || value < min || value > max)
+    return fail(fmt::format("{} is '{}', not a number from {} to {} ({})", name, text->substr(0, 40), min,
+                            max, hint));
+  return value;
+}
+
+Status checkPlace(const LaunchInfo &info, std::string_view localVariables) {
+  if (info.localSize > info.size || info.localRank >= info.localSize)
+    return fail(
+        fmt::format("{} say local rank {} of {} on this machine in a job of {} ranks, which do not fit "
+                    "together",
+                    localVariables, info.localRank, info.localSize, info.size));
+  return Status::success();
+}
+
+Expected<LaunchInfo> fromOpenMpi(const Environment &env) {
+  constexpr std::string_view hint = "Open MPI's mpirun sets it for every rank";
+  LaunchInfo info;
+  info.launcher = "mpirun";
+  auto size = number(env, "OMPI_COMM_WORLD_SIZE", 1, kMaxRanks, hint);
+  if (!size)
+    return size.error();
+  info.size = *size;
+  auto rank = number(env, "OMPI_COMM_WORLD_RANK", 0, info.size - 1, hint);
+  if (!rank)
+    return rank.error();
+  info.rank = *rank;
+  auto localSize = number(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, info.size, hint);
+  if (!localSize)
+    return localSize.error();
+  info.localSize = *localSize;
+  auto localRank = number(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0, info.localSize - 1, hint);
+  if (!localRank)
+    return localRank.error();
+  info.localRank = *localRank;
+  return info;
+}
+
+/// The tasks of node `node` in srun's "2(x3),1" notation.
+Expected<int> tasksOnNode(const std::string &name, const std::string &text, int node) {
+  auto bad = [&] {
+    return fail(fmt::format("{} is '{}', not srun's list of tasks per node (e.g. '2(x3),1')", name,
+                            text.substr(0, 60)));
+  };
+  int nodesSeen = 0;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string_view item(text.data() + at, end - at);
+    int tasks = 0, repeat = 1;
+    auto parsed = std::from_chars(item.data(), item.data() + item.size(), tasks);
+    if (parsed.ec != std::errc() || tasks < 1)
+      return bad();
+    std::string_view rest(parsed.ptr, item.data() + item.size() - parsed.ptr);
+    if (!rest.empty()) {
+      if (rest.size() < 4 || !rest.starts_with("(x") || rest.back() != ')')
+        return bad();
+      auto r = std::from_chars(rest.data() + 2, rest.data() + rest.size() - 1, repeat);
+      if (r.ec != std::errc() || r.ptr != rest.data() + rest.size() - 1 || repeat < 1)
+        return bad();
+    }
+    if (node < nodesSeen + repeat)
+      return tasks;
+    nodesSeen += repeat;
+    at = end + 1;
+    if (end == text.size())
+      break;
+  }
+  return fail(fmt::format("{} is '{}', which lists {} node(s), but SLURM_NODEID is {}", name,
+                          text.substr(0, 60), nodesSeen, node));
+}
+
+Expected<LaunchInfo> fromSlurm(const Environment &env) {
+  constexpr std::string_view hint = "srun sets it for every task of a job step";
+  LaunchInfo info;
+  info.launcher = "srun";
+  auto size = number(env, "SLURM_STEP_NUM_TASKS", 1, kMaxRanks, hint);
+  if (!size)
+    return size.error();
+  info.size = *size;
+  auto rank = number(env, "SLURM_PROCID", 0, info.size - 1, hint);
+  if (!rank)
+    return rank.error();
+  info.rank = *rank;
+  auto node = number(env, "SLURM_NODEID", 0, kMaxRanks, hint);
+  if (!node)
+    return node.error();
+  const std::string perNodeName =
+      find(env, "SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+  const std::string *perNode = find(env, perNodeName);
+  if (!perNode)
+    return fail(fmt::format("SLURM_STEP_TASKS_PER_NODE is not set, though {}", hint));
+  auto localSize = tasksOnNode(perNodeName, *perNode, *node);
+  if (!localSize)
+    return localSize.error();
+  info.localSize = *localSize;
+  auto localRank = number(env, "SLURM_LOCALID", 0, kMaxRanks, hint);
+  if (!localRank)
+    return localRank.error();
+  info.localRank = *localRank;
+  if (const std::string *pmix = find(env, "PMIX_RANK"); pmix && *pmix != std::to_string(info.rank))
+    return fail(fmt::format("PMIX_RANK is '{}' but SLURM_PROCID is {}: the two launchers disagree on this "
+                            "task's rank",
+                            pmix->substr(0, 40), info.rank));
+  return info;
+}
+
+} // namespace
+
+Expected<LaunchInfo> parseLaunchEnvironment(const Environment &env) {
+  if (find(env, "OMPI_COMM_WORLD_SIZE") || find(env, "OMPI_COMM_WORLD_RANK")) {
+    auto info = fromOpenMpi(env);
+    if (!info)
+      return info;
+    if (Status s = checkPlace(*info, "OMPI_COMM_WORLD_LOCAL_RANK and OMPI_COMM_WORLD_LOCAL_SIZE"); !s)
+      return Error{s.message()};
+    return info;
+  }
+  // A task of a job step (srun): the step variables. SLURM_NTASKS alone is
+  // also set in a batch script, which is one process.
+  if (find(env, "SLURM_STEP_NUM_TASKS") && find(env, "SLURM_PROCID")) {
+    auto info = fromSlurm(env);
+    if (!info)
+      return info;
+    if (Status s = checkPlace(*info, "SLURM_LOCALID and SLURM_STEP_TASKS_PER_NODE"); !s)
+      return Error{s.message()};
+    return info;
+  }
+  return LaunchInfo{};
+}
+
+Environment processEnvironment() {
+  Environment env;
+  for (char **entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    const size_t equals = text.find('=');
+    if (equals != std::string_view::npos)
+      env.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+  }
+  return env;
+}
+
+std::vector<std::string> mpirunCommand(const LaunchRequest &request, const std::string &program,
+                                       const std::vector<std::string> &arguments) {
+  std::vector<std::string> command = {request.mpirun, "-np", std::to_string(request.ranks)};
+  if (request.asRoot)
+    command.push_back("--allow-run-as-root");
+  if (request.ranks > request.cores)
+    command.push_back("--oversubscribe");
+  // Open MPI binds each of up to 2 ranks to one core: right for one thread
+  // per rank, a bottleneck for several (and ignored when oversubscribed).
+  if (request.threadsPerRank != 1)
+    command.insert(command.end(), {"--bind-to", "none"});
+  // Rank 0 reads nothing, and mpirun may run in a process group of its own
+  // (see TrainCommand.cpp): it must not read the terminal.
+  command.insert(command.end(), {"--stdin", "none"});
+  command.push_back(program);
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return command;
+}
+
+int physicalCores(const std::string &sysRoot) {
+  namespace fs = std::filesystem;
+  std::set<std::pair<std::string, std::string>> cores;
+  std::error_code ec;
+  const fs::path cpus = fs::path(sysRoot) / "devices/system/cpu";
+  for (fs::directory_iterator it(cpus, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() < 4 || name.compare(0, 3, "cpu") != 0 ||
+        name.find_first_not_of("0123456789", 3) != std::string::npos)
+      continue;
+    std::ifstream package(it->path() / "topology/physical_package_id"), core(it->path() / "topology/core_id");
+    std::string p, c;
+    if (!(package >> p) || !(core >> c))
+      continue;
+    std::ifstream online(it->path() / "online");
+    if (int up = 1; online >> up && up == 0)
+      continue;
+    cores.emplace(p, c);
+  }
+  if (!cores.empty())
+    return static_cast<int>(cores.size());
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
+
+} // namespace netc::comm

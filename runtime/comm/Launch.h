@@ -1,0 +1,71 @@
+// Launch.h -- who this process is among the ranks of a job, and how netc
+// starts a job of its own. parseLaunchEnvironment reads the variables Open
+// MPI's mpirun (OMPI_COMM_WORLD_*) or Slurm's srun (SLURM_PROCID,
+// SLURM_STEP_NUM_TASKS, ...; PMIX_RANK under --mpi=pmix) set for each rank: a
+// pure function of the environment it is given, so it is tested on recorded
+// environments; only the CLI edge hands it the real one. mpirunCommand is the
+// command line `netc train --ranks N` runs: Open MPI's mpirun with N copies of
+// this program, --allow-run-as-root as root, --oversubscribe beyond the cores.
+// One launcher serves every device kind: a LaunchRequest asking for a device
+// per rank (`--gpus N`, the CUDA issues) is the same job with one GPU each.
+#pragma once
+
+#include "support/Status.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace netc::comm {
+
+/// This process's place in a job.
+struct LaunchInfo {
+  int rank = 0, size = 1;           // among every rank of the job
+  int localRank = 0, localSize = 1; // among the ranks of this machine
+  /// What started the ranks: "" (a single process), "mpirun" or "srun".
+  std::string launcher;
+  bool operator==(const LaunchInfo &) const = default;
+};
+
+using Environment = std::map<std::string, std::string>;
+
+/// The most ranks a job may have (a larger size in the environment is refused).
+inline constexpr int kMaxRanks = 1 << 20;
+
+/// Where this process stands according to `env`: Open MPI's variables when
+/// present, else those srun sets for each task of a job step, else a single
+/// process (a Slurm batch script outside srun is one process too, whatever
+/// its SLURM_NTASKS). An error names the variable and its value when they
+/// are not numbers or do not fit together (a rank beyond the size, PMIX_RANK
+/// differing from SLURM_PROCID, ...).
+Expected<LaunchInfo> parseLaunchEnvironment(const Environment &env);
+
+/// This process's environment (for the CLI edge).
+Environment processEnvironment();
+
+/// How `netc train --ranks N` starts its job.
+struct LaunchRequest {
+  int ranks = 1;
+  /// Host threads of each rank (--threads); above 1 the ranks are not bound
+  /// to one core each.
+  int threadsPerRank = 1;
+  /// One device per rank (`--gpus N`): each rank uses the device of its
+  /// local rank. Reserved for the CUDA backend; the command is the same.
+  bool devicePerRank = false;
+  bool asRoot = false; // mpirun refuses root without --allow-run-as-root
+  int cores = 1;       // this machine's cores (physicalCores())
+  std::string mpirun = "mpirun";
+};
+
+/// The command that runs `program` with `arguments` as `request.ranks` ranks
+/// on this machine: mpirun -np N [--allow-run-as-root] [--oversubscribe]
+/// [--bind-to none] --stdin none PROGRAM ARGUMENTS...
+std::vector<std::string> mpirunCommand(const LaunchRequest &request, const std::string &program,
+                                       const std::vector<std::string> &arguments);
+
+/// The physical cores of this machine (Open MPI's slots): distinct
+/// (package, core) pairs under `sysRoot`/devices/system/cpu, or the online
+/// processors when the topology cannot be read.
+int physicalCores(const std::string &sysRoot = "/sys");
+
+} // namespace netc::comm

@@ -1,0 +1,81 @@
+// OpenCommunicator.cpp -- local or MPI (OpenCommunicator.h). The plugin is
+// opened with RTLD_GLOBAL: Open MPI loads its own components with dlopen and
+// they need libmpi's symbols in the global scope.
+#include "runtime/comm/OpenCommunicator.h"
+#include "runtime/comm/LocalCommunicator.h"
+#include "runtime/comm/Plugin.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <dlfcn.h>
+#include <filesystem>
+
+namespace netc::comm {
+
+namespace {
+
+/// The folder of the module (executable or shared library) holding this code.
+std::string thisModuleDirectory() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void *>(&pluginDirectories), &info) == 0 || !info.dli_fname)
+    return {};
+  std::error_code ec;
+  auto path = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::string() : path.parent_path().string();
+}
+
+} // namespace
+
+std::vector<std::string> pluginDirectories() {
+  std::vector<std::string> dirs;
+  if (std::string here = thisModuleDirectory(); !here.empty()) {
+    dirs.push_back((std::filesystem::path(here) / NETC_PLUGIN_DIR_FROM_BIN).lexically_normal().string());
+    dirs.push_back((std::filesystem::path(here) / NETC_PLUGIN_DIR_FROM_LIB).lexically_normal().string());
+  }
+  dirs.push_back(NETC_PLUGIN_BUILD_DIR);
+  return dirs;
+}
+
+Expected<std::shared_ptr<Communicator>> openCommunicator(const LaunchInfo &launch,
+                                                         const CommOptions &options) {
+  if (launch.size <= 1)
+    return std::shared_ptr<Communicator>(makeLocalCommunicator(options));
+  const std::string job = fmt::format("this process is {} ({})", rankName(launch.rank, launch.size),
+                                      launch.launcher.empty() ? "a launcher" : launch.launcher);
+  std::string file;
+  for (const std::string &dir : pluginDirectories())
+    if (std::error_code ec; std::filesystem::exists(std::filesystem::path(dir) / kMpiPluginName, ec)) {
+      file = (std::filesystem::path(dir) / kMpiPluginName).string();
+      break;
+    }
+  if (file.empty())
+    return fail(
+        fmt::format("{}, which needs netc's MPI plugin {}; it is in none of {}: this netc was built "
+                    "without MPI (install Open MPI's development files, e.g. Debian's libopenmpi-dev, "
+                    "and build again); one process needs no MPI",
+                    job, kMpiPluginName, fmt::join(pluginDirectories(), ", ")));
+  ::dlerror();
+  void *plugin = ::dlopen(file.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!plugin) {
+    const char *why = ::dlerror();
+    return fail(
+        fmt::format("{}, but MPI could not be loaded: {}. Install Open MPI on every machine of the job "
+                    "(Debian: apt install openmpi-bin); one process needs no MPI",
+                    job, why ? why : "unknown dlopen error"));
+  }
+  auto abi = reinterpret_cast<PluginAbiFunction>(::dlsym(plugin, kPluginAbiSymbol));
+  auto create = reinterpret_cast<CreateCommunicatorFunction>(::dlsym(plugin, kCreateCommunicatorSymbol));
+  if (!abi || !create || abi() != kCommPluginAbi)
+    return fail(fmt::format("{} is not the MPI plugin of this netc (ABI {}, this netc needs {}); rebuild and "
+                            "install netc and its plugin together",
+                            file, abi ? std::to_string(abi()) : std::string("unknown"), kCommPluginAbi));
+  std::string error;
+  Communicator *comm = create(&launch, &options, &error);
+  if (!comm)
+    return fail(fmt::format("{}: {}", rankName(launch.rank, launch.size), error));
+  // The plugin owns its one communicator for the life of the process.
+  return std::shared_ptr<Communicator>(comm, [](Communicator *) {});
+}
+
+} // namespace netc::comm

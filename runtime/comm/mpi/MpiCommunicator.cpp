@@ -1,0 +1,353 @@
+// MpiCommunicator.cpp -- the "mpi" communicator, built as the plugin
+// libnetc-comm-mpi.so (runtime/comm/Plugin.h), the only part of netc that
+// links libmpi. Every operation is MPI's non-blocking form completed by one
+// watched wait: it tests the request, and while it waits it answers and
+// sends check-ins on a duplicate of the world communicator (the side
+// channel, CheckIn.h), so that at --comm-timeout the ranks that did not
+// answer are named. A wait spins for 50 µs, then yields until 0.5 ms, then
+// sleeps in short naps, so ranks that share cores (--oversubscribe) do not
+// starve each other. All-reduces above 16 MiB are split: on this machine kind Open MPI's
+// all-reduce takes 40x longer from 32 MiB on (docs/performance.md,
+// "Gradient buckets"). MPI is initialised once per process (FUNNELED: only
+// the training thread calls it) and finalised at exit -- unless a wait
+// failed, since finalising then would wait for the missing rank.
+#include "runtime/comm/CheckIn.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/comm/Plugin.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sched.h>
+#include <thread>
+#include <vector>
+
+namespace netc::comm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The largest piece of one all-reduce.
+constexpr int64_t kMaxPieceBytes = int64_t{16} << 20;
+/// The largest piece of a broadcast or a message (MPI counts are int).
+constexpr int64_t kMaxTransferBytes = int64_t{1} << 30;
+constexpr int kCheckInTag = 7;
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return fmt::format("MPI error {}", code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+MPI_Datatype mpiType(DataType type) {
+  switch (type) {
+  case DataType::F32: return MPI_FLOAT;
+  case DataType::F64: return MPI_DOUBLE;
+  case DataType::I64: return MPI_INT64_T;
+  case DataType::U8: return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(const CommOptions &options, int rank, int size, int localRank, int localSize, MPI_Comm data,
+                  MPI_Comm side)
+      : Communicator(options), rank_(rank), size_(size), localRank_(localRank), localSize_(localSize),
+        data_(data), side_(side), heard_(static_cast<size_t>(size)) {}
+
+  std::string_view kind() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localRank() const override { return localRank_; }
+  int localSize() const override { return localSize_; }
+  bool failed() const { return !failure_.empty(); }
+
+  Expected<int64_t> startAllReduce(void *data, int64_t count, DataType type, ReduceOp op,
+                                   std::string_view what) override {
+    if (failed())
+      return fail(failure_);
+    Pending pending{{}, what, ++sequence_};
+    const int64_t element = static_cast<int64_t>(dataTypeSize(type));
+    const int64_t piece = std::max<int64_t>(1, kMaxPieceBytes / element);
+    auto *bytes = static_cast<char *>(data);
+    for (int64_t first = 0; first < count; first += piece) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      const int n = static_cast<int>(std::min(piece, count - first));
+      if (int code = MPI_Iallreduce(MPI_IN_PLACE, bytes + first * element, n, mpiType(type),
+                                    op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, data_, &request);
+          code != MPI_SUCCESS)
+        return fail(broken(what, code));
+      pending.requests.push_back(request);
+    }
+    const int64_t id = nextRequest_++;
+    pending_.emplace(id, std::move(pending));
+    return id;
+  }
+
+  Status wait(int64_t id) override {
+    if (failed())
+      return fail(failure_);
+    auto it = pending_.find(id);
+    if (it == pending_.end())
+      return fail(
+          fmt::format("{}: no all-reduce {} was started (a bug in netc)", rankName(rank_, size_), id));
+    Pending pending = std::move(it->second);
+    pending_.erase(it);
+    return complete(pending.requests, pending.what, pending.sequence, -1);
+  }
+
+  Status broadcast(void *data, int64_t bytes, int root, std::string_view what) override {
+    if (failed())
+      return fail(failure_);
+    const int64_t sequence = ++sequence_;
+    std::vector<MPI_Request> requests;
+    for (int64_t first = 0; first < bytes; first += kMaxTransferBytes) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      const int n = static_cast<int>(std::min(kMaxTransferBytes, bytes - first));
+      if (int code = MPI_Ibcast(static_cast<char *>(data) + first, n, MPI_BYTE, root, data_, &request);
+          code != MPI_SUCCESS)
+        return fail(broken(what, code));
+      requests.push_back(request);
+    }
+    return complete(requests, what, sequence, -1);
+  }
+
+  Status allGather(const void *mine, int64_t bytes, void *all, std::string_view what) override {
+    if (failed())
+      return fail(failure_);
+    const int64_t sequence = ++sequence_;
+    if (bytes > kMaxTransferBytes)
+      return fail(fmt::format("{}: the {} gathers {} bytes per rank, more than the {} one MPI call moves",
+                              rankName(rank_, size_), what, bytes, kMaxTransferBytes));
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    if (int code = MPI_Iallgather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes),
+                                  MPI_BYTE, data_, &requests[0]);
+        code != MPI_SUCCESS)
+      return fail(broken(what, code));
+    return complete(requests, what, sequence, -1);
+  }
+
+  Status send(const void *data, int64_t bytes, int peer, std::string_view what) override {
+    return transfer(const_cast<void *>(data), bytes, peer, what, true);
+  }
+  Status receive(void *data, int64_t bytes, int peer, std::string_view what) override {
+    return transfer(data, bytes, peer, what, false);
+  }
+
+  Status barrier(std::string_view what) override {
+    if (failed())
+      return fail(failure_);
+    const int64_t sequence = ++sequence_;
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    if (int code = MPI_Ibarrier(data_, &requests[0]); code != MPI_SUCCESS)
+      return fail(broken(what, code));
+    return complete(requests, what, sequence, -1);
+  }
+
+private:
+  struct Pending {
+    std::vector<MPI_Request> requests;
+    std::string_view what;
+    int64_t sequence = 0;
+  };
+
+  std::string broken(std::string_view what, int code) {
+    failure_ = fmt::format("{}: MPI failed in the {} {}: {}", rankName(rank_, size_), what, position(),
+                           mpiError(code));
+    return failure_;
+  }
+
+  Status transfer(void *data, int64_t bytes, int peer, std::string_view what, bool sending) {
+    if (failed())
+      return fail(failure_);
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      return fail(
+          fmt::format("{}: the {} names rank {} (a bug in netc)", rankName(rank_, size_), what, peer));
+    std::vector<MPI_Request> requests;
+    for (int64_t first = 0; first < bytes; first += kMaxTransferBytes) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      const int n = static_cast<int>(std::min(kMaxTransferBytes, bytes - first));
+      char *at = static_cast<char *>(data) + first;
+      const int code = sending ? MPI_Isend(at, n, MPI_BYTE, peer, 0, data_, &request)
+                               : MPI_Irecv(at, n, MPI_BYTE, peer, 0, data_, &request);
+      if (code != MPI_SUCCESS)
+        return fail(broken(what, code));
+      requests.push_back(request);
+    }
+    // A send or receive belongs to the phase after the last collective (its
+    // check-ins carry that collective's number).
+    return complete(requests, what, sequence_, peer);
+  }
+
+  /// Waits for `requests`, watching: check-ins are answered, sent at half
+  /// the timeout, and at the timeout the verdict is the error.
+  Status complete(std::vector<MPI_Request> &requests, std::string_view what, int64_t sequence, int peer) {
+    const auto start = Clock::now();
+    const auto timeout =
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options().timeoutSeconds));
+    const auto checkInAt = start + timeout / 2, deadline = start + timeout;
+    for (auto &entry : heard_)
+      entry.reset();
+    bool checkedIn = false;
+    // The longest time this rank itself did not run between two polls
+    // (stopped, or starved of CPU): a stall it caused, not the others.
+    auto previous = start;
+    Clock::duration absent{};
+    for (int64_t round = 0;; ++round) {
+      int done = 0;
+      if (int code =
+              MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+          code != MPI_SUCCESS)
+        return fail(broken(what, code));
+      if (done)
+        return Status::success();
+      // The first rounds only spin: most waits end within microseconds.
+      if (round < 64)
+        continue;
+      const auto now = Clock::now();
+      absent = std::max(absent, now - previous);
+      previous = now;
+      if (bool heardOne = listen(sequence); (heardOne || now >= checkInAt) && !checkedIn) {
+        checkIn(sequence, what);
+        checkedIn = true;
+      }
+      if (now >= deadline) {
+        listen(sequence);
+        StallReport report{rank_, size_, what, position(), options().timeoutSeconds, sequence, peer, heard_};
+        report.absentSeconds = std::chrono::duration<double>(absent).count();
+        failure_ = stallMessage(report);
+        return fail(failure_);
+      }
+      // Then yield, then nap: a rank waiting for one that shares its core
+      // (--oversubscribe, or other work on the machine) must let it run.
+      const auto waited = now - start;
+      if (waited < std::chrono::microseconds(50))
+        continue;
+      if (waited < std::chrono::microseconds(500))
+        sched_yield();
+      else
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(waited < std::chrono::milliseconds(50) ? 20 : 200));
+    }
+  }
+
+  /// Takes every check-in that has arrived; true when one is about this
+  /// collective or a later one (older ones are stale: that wait completed).
+  bool listen(int64_t sequence) {
+    bool current = false;
+    for (;;) {
+      int arrived = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kCheckInTag, side_, &arrived, &status) != MPI_SUCCESS || !arrived)
+        return current;
+      int length = 0;
+      MPI_Get_count(&status, MPI_CHAR, &length);
+      std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
+      MPI_Recv(bytes.data(), length, MPI_CHAR, status.MPI_SOURCE, kCheckInTag, side_, MPI_STATUS_IGNORE);
+      auto checkIn = decodeCheckIn(bytes);
+      if (!checkIn || checkIn->sequence < sequence || status.MPI_SOURCE < 0 || status.MPI_SOURCE >= size_)
+        continue;
+      heard_[static_cast<size_t>(status.MPI_SOURCE)] = std::move(*checkIn);
+      current = true;
+    }
+  }
+
+  void checkIn(int64_t sequence, std::string_view what) {
+    // Sent eagerly (small) and never waited for: the receiver may be the
+    // missing rank. The requests are freed; MPI completes them on its own.
+    auto message =
+        std::make_shared<std::string>(encodeCheckIn({sequence, step(), epoch(), std::string(what)}));
+    // Kept while MPI may still read them; a wait long enough to check in is
+    // rare, so the oldest are dropped only past a generous bound.
+    if (sent_.size() >= 256)
+      sent_.erase(sent_.begin());
+    sent_.push_back(message);
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_) {
+        MPI_Request request = MPI_REQUEST_NULL;
+        if (MPI_Isend(message->data(), static_cast<int>(message->size()), MPI_CHAR, p, kCheckInTag, side_,
+                      &request) == MPI_SUCCESS)
+          MPI_Request_free(&request);
+      }
+  }
+
+  int rank_, size_, localRank_, localSize_;
+  MPI_Comm data_, side_;
+  std::map<int64_t, Pending> pending_;
+  int64_t nextRequest_ = 1;
+  int64_t sequence_ = 0;
+  std::vector<std::optional<CheckIn>> heard_;
+  std::vector<std::shared_ptr<std::string>> sent_; // check-in buffers MPI may still read
+  std::string failure_;
+};
+
+MpiCommunicator *gCommunicator = nullptr;
+
+void finalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && !(gCommunicator && gCommunicator->failed()))
+    MPI_Finalize();
+}
+
+Communicator *create(const LaunchInfo &launch, const CommOptions &options, std::string &error) {
+  if (gCommunicator)
+    return gCommunicator;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); code != MPI_SUCCESS) {
+      error = "MPI_Init failed: " + mpiError(code);
+      return nullptr;
+    }
+    std::atexit(finalizeAtExit);
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != launch.rank || size != launch.size) {
+    error = fmt::format("MPI says this process is rank {} of {}, but its environment said {} ({}): is netc's "
+                        "MPI the launcher's (Open MPI)?",
+                        rank, size, rankName(launch.rank, launch.size), launch.launcher);
+    return nullptr;
+  }
+  MPI_Comm data = MPI_COMM_NULL, side = MPI_COMM_NULL, node = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &data);
+  MPI_Comm_dup(MPI_COMM_WORLD, &side);
+  MPI_Comm_set_errhandler(data, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(side, MPI_ERRORS_RETURN);
+  int localRank = launch.localRank, localSize = launch.localSize;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_rank(node, &localRank);
+    MPI_Comm_size(node, &localSize);
+    MPI_Comm_free(&node);
+  }
+  gCommunicator = new MpiCommunicator(options, rank, size, localRank, localSize, data, side);
+  return gCommunicator;
+}
+
+} // namespace
+
+} // namespace netc::comm
+
+extern "C" __attribute__((visibility("default"))) int netc_comm_plugin_abi() {
+  return netc::comm::kCommPluginAbi;
+}
+
+extern "C" __attribute__((visibility("default"))) netc::comm::Communicator *
+netc_comm_plugin_create(const netc::comm::LaunchInfo *launch, const netc::comm::CommOptions *options,
+                        std::string *error) {
+  return netc::comm::create(*launch, *options, *error);
+}

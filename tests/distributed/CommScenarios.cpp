@@ -1,0 +1,197 @@
+// CommScenarios.cpp -- netc_comm_scenarios: runs one scenario of the
+// communicator on every rank of a job it is started in (`mpirun -np 2
+// netc_comm_scenarios NAME`), printing "rank R: ok NAME" on success and the
+// failure otherwise. comm_test.py starts the jobs and checks each rank's
+// lines: the operations (all-reduce of every type, split all-reduces,
+// broadcast, all-gather, send and receive, barrier, the agreement) and the
+// faults (a silent rank and ranks in different operations are found at the
+// timeout and named). Exit status 0 only when the scenario's checks hold.
+#include "runtime/comm/Agreement.h"
+#include "runtime/comm/OpenCommunicator.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace netc;
+using namespace netc::comm;
+
+namespace {
+
+int gRank = 0;
+
+[[noreturn]] void die(const std::string &why) {
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", gRank, why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void check(bool ok, const std::string &what) {
+  if (!ok)
+    die(what);
+}
+
+void must(const Status &s) {
+  if (!s)
+    die(s.message());
+}
+
+/// The operations, each checked against what the sums must be.
+void operations(Communicator &c) {
+  const int r = c.rank(), n = c.size();
+  std::vector<float> f = {float(r + 1), 0.5f};
+  must(c.allReduce(std::span<float>(f), ReduceOp::Sum, "float all-reduce"));
+  check(f[0] == float(n * (n + 1) / 2) && f[1] == 0.5f * float(n), "float sum");
+  std::vector<double> d = {double(r) + 0.25};
+  must(c.allReduce(std::span<double>(d), ReduceOp::Max, "double max"));
+  check(d[0] == double(n - 1) + 0.25, "double max");
+  std::vector<int64_t> i = {int64_t{1} << 40, r};
+  must(c.allReduce(std::span<int64_t>(i), ReduceOp::Sum, "int64 all-reduce"));
+  check(i[0] == (int64_t{1} << 40) * n && i[1] == int64_t(n) * (n - 1) / 2, "int64 sum");
+  // Above the 16 MiB piece: split into several MPI all-reduces.
+  std::vector<float> big(size_t{5} << 20);
+  for (size_t k = 0; k < big.size(); ++k)
+    big[k] = float(k % 1000) * float(r + 1);
+  must(c.allReduce(std::span<float>(big), ReduceOp::Sum, "large all-reduce"));
+  for (size_t k = 0; k < big.size(); k += 4099)
+    check(big[k] == float(k % 1000) * float(n * (n + 1) / 2), fmt::format("large sum at {}", k));
+  // Two at once, waited for in reverse order.
+  std::vector<float> a(1000, float(r)), b(3, 1.0f);
+  auto ra = c.startAllReduce(a.data(), 1000, DataType::F32, ReduceOp::Sum, "first of two");
+  auto rb = c.startAllReduce(b.data(), 3, DataType::F32, ReduceOp::Sum, "second of two");
+  check(ra && rb, "start two all-reduces");
+  must(c.wait(*rb));
+  must(c.wait(*ra));
+  check(a[999] == float(n * (n - 1) / 2) && b[2] == float(n), "two all-reduces");
+  // Broadcast from the last rank.
+  std::vector<char> bytes(100, char(r));
+  must(c.broadcast(bytes.data(), 100, n - 1, "broadcast"));
+  check(bytes[0] == char(n - 1) && bytes[99] == char(n - 1), "broadcast");
+  // All-gather.
+  std::vector<int32_t> all(static_cast<size_t>(n), -1);
+  const int32_t mine = r * 10;
+  must(c.allGather(&mine, 4, all.data(), "all-gather"));
+  for (int k = 0; k < n; ++k)
+    check(all[static_cast<size_t>(k)] == k * 10, "all-gather");
+  auto texts = allGatherMessages(c, std::string(size_t(r) * 3, 'x'), "messages");
+  check(texts && texts->size() == size_t(n) && (*texts)[size_t(n - 1)].size() == size_t(n - 1) * 3,
+        "all-gather messages");
+  // A ring of sends and receives.
+  if (n > 1) {
+    int64_t token = r;
+    const int next = (r + 1) % n, previous = (r + n - 1) % n;
+    if (r == 0) {
+      must(c.send(&token, 8, next, "ring send"));
+      must(c.receive(&token, 8, previous, "ring receive"));
+      check(token == previous, "ring");
+    } else {
+      int64_t got = -1;
+      must(c.receive(&got, 8, previous, "ring receive"));
+      check(got == previous, "ring");
+      must(c.send(&token, 8, next, "ring send"));
+    }
+  }
+  must(c.barrier("barrier"));
+}
+
+void agreement(Communicator &c) {
+  Outcome same;
+  same.fingerprint.add("network", "mnist.net");
+  same.value = c.rank() == 0 ? 42 : 7;
+  auto v = agree(c, same, "agreement");
+  check(v && v->ok && v->value == 42, "agreement takes rank 0's value");
+  Outcome differs = same;
+  if (c.rank() == c.size() - 1)
+    differs.fingerprint.fields[0].second = "lenet5.net";
+  v = agree(c, differs, "agreement");
+  check(v && !v->ok && v->rank == c.size() - 1 &&
+            v->message.find("network is lenet5.net, rank 0's is mnist.net") != std::string::npos,
+        "a differing fingerprint is named: " + (v ? v->message : v.message()));
+  Outcome failed = same;
+  if (c.rank() == 1) {
+    failed.ok = false;
+    failed.kind = 3;
+    failed.message = "cannot read data/x";
+  }
+  v = agree(c, failed, "agreement");
+  check(v && !v->ok && v->kind == 3 &&
+            v->message == fmt::format("rank 1 of {}: cannot read data/x", c.size()),
+        "a rank's failure reaches every rank: " + (v ? v->message : v.message()));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: netc_comm_scenarios operations|agreement|silent|disagree [TIMEOUT]\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  CommOptions options;
+  options.timeoutSeconds = argc > 2 ? std::atof(argv[2]) : 60;
+  auto launch = parseLaunchEnvironment(processEnvironment());
+  if (!launch)
+    die(launch.message());
+  gRank = launch->rank;
+  auto comm = openCommunicator(*launch, options);
+  if (!comm)
+    die(comm.message());
+  Communicator &c = **comm;
+  check(c.rank() == launch->rank && c.size() == launch->size, "the rank and size of the environment");
+  if (scenario == "operations")
+    operations(c);
+  else if (scenario == "agreement")
+    agreement(c);
+  else if (scenario == "silent") {
+    // Rank 1 sleeps outside MPI (it never answers); rank 0 times out in the
+    // all-reduce and must name rank 1. Then both stop without finalising.
+    std::vector<float> v(4, 1.0f);
+    if (c.rank() == 1) {
+      std::fprintf(stderr, "rank 1: ok silent\n"); // its part: to say nothing
+      std::fflush(stderr);
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.timeoutSeconds * 3));
+      std::_Exit(0);
+    }
+    c.setPosition(12, 2);
+    Status s = c.allReduce(std::span<float>(v), ReduceOp::Sum, "all-reduce of gradient bucket 0");
+    check(!s, "the all-reduce with a silent rank completed");
+    std::fprintf(stderr, "rank %d: message: %s\n", c.rank(), s.message().c_str());
+    check(s.message().find("rank 1 did not answer") != std::string::npos &&
+              s.message().find("all-reduce of gradient bucket 0 at step 12 (epoch 2)") != std::string::npos,
+          "the message names rank 1, the operation and the step");
+    Status again = c.barrier("barrier");
+    check(!again && again.message() == s.message(), "a failed communicator stays failed");
+    std::fprintf(stderr, "rank 0: ok silent\n");
+    std::fflush(stderr);
+    std::_Exit(0);
+  } else if (scenario == "disagree") {
+    // Rank 0 all-reduces while the others broadcast: every rank answers,
+    // from another operation, and the messages say which.
+    std::vector<float> v(4, 1.0f);
+    Status s = c.rank() == 0 ? c.allReduce(std::span<float>(v), ReduceOp::Sum, "all-reduce of the metrics")
+                             : c.broadcast(v.data(), 16, 0, "broadcast of the initial weights");
+    check(!s, "mismatched operations completed");
+    std::fprintf(stderr, "rank %d: message: %s\n", c.rank(), s.message().c_str());
+    const std::string expected = c.rank() == 0
+                                     ? (c.size() == 2 ? "rank 1 is" : "ranks 1 and 2 are") +
+                                           std::string(" waiting in the broadcast of the initial weights")
+                                     : "rank 0 is waiting in the all-reduce of the metrics";
+    check(s.message().find(expected) != std::string::npos, "the message names the other operation");
+    std::fprintf(stderr, "rank %d: ok disagree\n", c.rank());
+    std::fflush(stderr);
+    // The first rank to leave makes mpirun end the others: let them print first.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::_Exit(0);
+  } else
+    die("unknown scenario " + scenario);
+  std::fprintf(stderr, "rank %d: ok %s\n", c.rank(), scenario.c_str());
+  return 0;
+}
