@@ -1,5 +1,6 @@
 // CheckIn.cpp -- the check-in message and the stall verdict (CheckIn.h).
-// A check-in is one line of text: "netc-check-in 1 SEQUENCE STEP EPOCH NAME".
+// A message is one line of text:
+// "netc-check-in 2 ask|reply WAIT SEQUENCE STEP EPOCH NAME".
 #include "runtime/comm/CheckIn.h"
 #include "runtime/comm/Communicator.h"
 
@@ -12,7 +13,7 @@ namespace netc::comm {
 
 namespace {
 
-constexpr std::string_view kCheckInPrefix = "netc-check-in 1 ";
+constexpr std::string_view kCheckInPrefix = "netc-check-in 2 ";
 
 /// A name from a peer, safe to print: control bytes become '?'.
 std::string printable(std::string_view text) {
@@ -34,7 +35,8 @@ bool readNumber(std::string_view &text, int64_t &value) {
 } // namespace
 
 std::string encodeCheckIn(const CheckIn &c) {
-  std::string text = fmt::format("{}{} {} {} ", kCheckInPrefix, c.sequence, c.step, c.epoch);
+  std::string text = fmt::format("{}{} {} {} {} {} ", kCheckInPrefix, c.reply ? "reply" : "ask", c.wait,
+                                 c.sequence, c.step, c.epoch);
   const size_t room = kMaxCheckInBytes > text.size() ? kMaxCheckInBytes - text.size() : 0;
   text += std::string_view(c.what).substr(0, room);
   return text;
@@ -48,11 +50,17 @@ Expected<CheckIn> decodeCheckIn(std::string_view bytes) {
   if (bytes.size() > kMaxCheckInBytes)
     return bad(fmt::format("{} bytes, at most {}", bytes.size(), kMaxCheckInBytes));
   if (!bytes.starts_with(kCheckInPrefix))
-    return bad("no 'netc-check-in 1' header");
+    return bad("no 'netc-check-in 2' header");
   bytes.remove_prefix(kCheckInPrefix.size());
   CheckIn c;
-  if (!readNumber(bytes, c.sequence) || !readNumber(bytes, c.step) || !readNumber(bytes, c.epoch))
-    return bad("the sequence, step and epoch are not three numbers");
+  if (bytes.starts_with("reply "))
+    c.reply = true;
+  else if (!bytes.starts_with("ask "))
+    return bad("neither an ask nor a reply");
+  bytes.remove_prefix(c.reply ? 6 : 4);
+  if (!readNumber(bytes, c.wait) || !readNumber(bytes, c.sequence) || !readNumber(bytes, c.step) ||
+      !readNumber(bytes, c.epoch))
+    return bad("the wait, sequence, step and epoch are not four numbers");
   if (bytes.empty())
     return bad("no operation name");
   c.what = printable(bytes);

@@ -22,9 +22,11 @@
 namespace netc::comm {
 
 struct CheckIn {
-  int64_t sequence = 0; // the collective waited for: the same count on every rank
+  bool reply = false;   // a reply to an ask (else an ask: who is there?)
+  int64_t wait = 0;     // an ask: the asker's wait; a reply: the wait of the ask it answers
+  int64_t sequence = 0; // the collective the sender waits for: the same count on every rank
   int64_t step = 0, epoch = 0;
-  std::string what; // the operation's name
+  std::string what; // the operation the sender waits in
   bool operator==(const CheckIn &) const = default;
 };
 
@@ -44,7 +46,7 @@ struct StallReport {
   int64_t sequence = 0;
   /// The peer of a send or receive; -1 for a collective (every rank takes part).
   int peer = -1;
-  /// What each rank answered during this wait (this rank's own entry unused).
+  /// Each rank's reply to this wait's ask (this rank's own entry unused).
   std::vector<std::optional<CheckIn>> heard;
   /// The longest time this rank itself did not run during the wait (it was
   /// stopped, or starved of CPU); from half the timeout on, the stall is its own.

@@ -50,7 +50,8 @@ std::string mutate(std::string text, std::mt19937_64 &rng) {
 
 TEST(CommMutation, CheckIns) {
   std::mt19937_64 rng(12);
-  const std::string seed = encodeCheckIn({17, 4000, 9, "all-reduce of gradient bucket 2 (1,024 values)"});
+  const std::string seed =
+      encodeCheckIn({true, 3, 17, 4000, 9, "all-reduce of gradient bucket 2 (1,024 values)"});
   int accepted = 0;
   for (int i = 0; i < kMutants; ++i) {
     const std::string mutant = mutate(seed, rng);

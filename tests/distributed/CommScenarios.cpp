@@ -173,17 +173,17 @@ int main(int argc, char **argv) {
     std::fflush(stderr);
     std::_Exit(0);
   } else if (scenario == "disagree") {
-    // Rank 0 all-reduces while the others broadcast: every rank answers,
-    // from another operation, and the messages say which.
-    std::vector<float> v(4, 1.0f);
-    Status s = c.rank() == 0 ? c.allReduce(std::span<float>(v), ReduceOp::Sum, "all-reduce of the metrics")
-                             : c.broadcast(v.data(), 16, 0, "broadcast of the initial weights");
-    check(!s, "mismatched operations completed");
+    // Rank 0 waits in a barrier while the others wait to receive from it:
+    // every rank answers, from another operation, and the messages say which.
+    int64_t token = 0;
+    Status s = c.rank() == 0 ? c.barrier("barrier before the first step")
+                             : c.receive(&token, 8, 0, "receive of the initial weights");
+    check(!s, "operations that cannot complete completed");
     std::fprintf(stderr, "rank %d: message: %s\n", c.rank(), s.message().c_str());
     const std::string expected = c.rank() == 0
                                      ? (c.size() == 2 ? "rank 1 is" : "ranks 1 and 2 are") +
-                                           std::string(" waiting in the broadcast of the initial weights")
-                                     : "rank 0 is waiting in the all-reduce of the metrics";
+                                           std::string(" waiting in the receive of the initial weights")
+                                     : "rank 0 is waiting in the barrier before the first step";
     check(s.message().find(expected) != std::string::npos, "the message names the other operation");
     std::fprintf(stderr, "rank %d: ok disagree\n", c.rank());
     std::fflush(stderr);

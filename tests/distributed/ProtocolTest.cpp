@@ -16,29 +16,33 @@ using testing::FakeCommunicator;
 using testing::framed;
 
 TEST(CheckIn, RoundTrips) {
-  const CheckIn c{42, 1200, 3, "all-reduce of gradient bucket 0 (127,808 values)"};
-  const std::string bytes = encodeCheckIn(c);
-  EXPECT_EQ(bytes, "netc-check-in 1 42 1200 3 all-reduce of gradient bucket 0 (127,808 values)");
+  const CheckIn ask{false, 5, 42, 1200, 3, "all-reduce of gradient bucket 0 (127,808 values)"};
+  const std::string bytes = encodeCheckIn(ask);
+  EXPECT_EQ(bytes, "netc-check-in 2 ask 5 42 1200 3 all-reduce of gradient bucket 0 (127,808 values)");
   auto back = decodeCheckIn(bytes);
   ASSERT_TRUE(back) << back.message();
-  EXPECT_EQ(*back, c);
+  EXPECT_EQ(*back, ask);
+  const CheckIn reply{true, 5, 41, 1199, 3, "broadcast"};
+  EXPECT_EQ(encodeCheckIn(reply), "netc-check-in 2 reply 5 41 1199 3 broadcast");
+  EXPECT_EQ(*decodeCheckIn(encodeCheckIn(reply)), reply);
 }
 
 TEST(CheckIn, LongNamesAreCutToTheLimit) {
-  const std::string bytes = encodeCheckIn({1, 2, 3, std::string(5000, 'x')});
+  const std::string bytes = encodeCheckIn({false, 1, 1, 2, 3, std::string(5000, 'x')});
   EXPECT_EQ(bytes.size(), kMaxCheckInBytes);
   EXPECT_TRUE(decodeCheckIn(bytes));
 }
 
 TEST(CheckIn, AnythingElseIsRefused) {
   const std::vector<std::string> bad = {"",
-                                        "netc-check-in 2 1 2 3 x",
-                                        "netc-check-in 1 1 2 x",
-                                        "netc-check-in 1 -1 2 3 x",
-                                        "netc-check-in 1 1 2 3 ",
-                                        "netc-check-in 1 1 2 3",
+                                        "netc-check-in 1 1 2 3 x",
+                                        "netc-check-in 2 ask 1 1 2 x",
+                                        "netc-check-in 2 tell 1 1 2 3 x",
+                                        "netc-check-in 2 reply 1 -1 2 3 x",
+                                        "netc-check-in 2 ask 1 1 2 3 ",
+                                        "netc-check-in 2 ask 1 1 2 3",
                                         "hello",
-                                        "netc-check-in 1 99999999999999999999 2 3 x",
+                                        "netc-check-in 2 ask 1 99999999999999999999 2 3 x",
                                         std::string(600, 'n')};
   for (const std::string &text : bad) {
     auto c = decodeCheckIn(text);
@@ -46,7 +50,7 @@ TEST(CheckIn, AnythingElseIsRefused) {
     EXPECT_NE(c.message().find("not netc's"), std::string::npos) << c.message();
   }
   // Control bytes in the name are made printable.
-  auto c = decodeCheckIn("netc-check-in 1 1 2 3 a\x1b[2Jb\n");
+  auto c = decodeCheckIn("netc-check-in 2 ask 1 1 2 3 a\x1b[2Jb\n");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->what, "a?[2Jb?");
 }
@@ -65,7 +69,7 @@ StallReport report(int rank, int size, std::vector<std::optional<CheckIn>> heard
 }
 
 TEST(Stall, NamesTheRanksThatDidNotAnswer) {
-  const CheckIn same{7, 120, 3, "all-reduce of gradient bucket 0"};
+  const CheckIn same{true, 1, 7, 120, 3, "all-reduce of gradient bucket 0"};
   EXPECT_EQ(
       stallMessage(report(1, 4, {std::nullopt, std::nullopt, same, std::nullopt})),
       "rank 1 of 4: the all-reduce of gradient bucket 0 at step 120 (epoch 3) did not complete within "
@@ -75,7 +79,7 @@ TEST(Stall, NamesTheRanksThatDidNotAnswer) {
 }
 
 TEST(Stall, NamesRanksWaitingElsewhere) {
-  const CheckIn other{3, 0, 0, "broadcast of rank 0's parameters"};
+  const CheckIn other{true, 1, 3, 0, 0, "broadcast of rank 0's parameters"};
   const std::string message = stallMessage(report(0, 3, {std::nullopt, other, other}));
   EXPECT_NE(
       message.find(": ranks 1 and 2 are waiting in the broadcast of rank 0's parameters (before the first "
@@ -85,14 +89,14 @@ TEST(Stall, NamesRanksWaitingElsewhere) {
 }
 
 TEST(Stall, EveryRankAnsweredFromTheSameOperation) {
-  const CheckIn same{7, 120, 3, "all-reduce of gradient bucket 0"};
+  const CheckIn same{true, 1, 7, 120, 3, "all-reduce of gradient bucket 0"};
   EXPECT_NE(
       stallMessage(report(0, 2, {std::nullopt, same})).find("every rank answered from it, so the transport"),
       std::string::npos);
 }
 
 TEST(Stall, APeerOfASendIsTheOneNamed) {
-  const CheckIn same{7, 120, 3, "all-reduce of gradient bucket 0"};
+  const CheckIn same{true, 1, 7, 120, 3, "all-reduce of gradient bucket 0"};
   // Rank 2 did not answer, but only rank 1 matters to a receive from rank 1.
   EXPECT_NE(stallMessage(report(0, 3, {std::nullopt, same, std::nullopt}, 1)).find("rank 1 answered, but"),
             std::string::npos);

@@ -1,16 +1,20 @@
 // MpiCommunicator.cpp -- the "mpi" communicator, built as the plugin
 // libnetc-comm-mpi.so (runtime/comm/Plugin.h), the only part of netc that
 // links libmpi. Every operation is MPI's non-blocking form completed by one
-// watched wait: it tests the request, and while it waits it answers and
-// sends check-ins on a duplicate of the world communicator (the side
-// channel, CheckIn.h), so that at --comm-timeout the ranks that did not
-// answer are named. A wait spins for 50 µs, then yields until 0.5 ms, then
-// sleeps in short naps, so ranks that share cores (--oversubscribe) do not
-// starve each other. All-reduces above 16 MiB are split: on this machine kind Open MPI's
+// watched wait: it tests the request, and while it waits it replies to the
+// other ranks' asks and asks them itself, on a duplicate of the world
+// communicator (the side channel, CheckIn.h), so that at --comm-timeout the
+// ranks that did not answer are named. A wait spins for 50 µs, then yields until 5 ms (the
+// other rank is usually a step's jitter away; a nap then would add its own
+// delay to every exchange of the all-reduce), then sleeps in short naps, so
+// ranks that share cores (--oversubscribe) do not starve each other.
+// All-reduces above 16 MiB are split: on this machine kind Open MPI's
 // all-reduce takes 40x longer from 32 MiB on (docs/performance.md,
-// "Gradient buckets"). MPI is initialised once per process (FUNNELED: only
-// the training thread calls it) and finalised at exit -- unless a wait
-// failed, since finalising then would wait for the missing rank.
+// "Gradient buckets"); those of at most 4 KiB are an all-gather reduced in
+// rank order; the others take a ring (see create()). MPI is initialised
+// once per process (FUNNELED: only the training thread calls it) and
+// finalised at exit -- unless a wait failed, since finalising then would
+// wait for the missing rank.
 #include "runtime/comm/CheckIn.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/comm/Plugin.h"
@@ -36,6 +40,11 @@ using Clock = std::chrono::steady_clock;
 
 /// The largest piece of one all-reduce.
 constexpr int64_t kMaxPieceBytes = int64_t{16} << 20;
+/// All-reduces up to this size (the loss sums, evaluation counts, stop
+/// requests) are latency-bound: an all-gather of every rank's values,
+/// reduced here in rank order -- which also makes their result independent
+/// of any reduction order.
+constexpr int64_t kGatherBytes = 4096;
 /// The largest piece of a broadcast or a message (MPI counts are int).
 constexpr int64_t kMaxTransferBytes = int64_t{1} << 30;
 constexpr int kCheckInTag = 7;
@@ -76,8 +85,27 @@ public:
                                    std::string_view what) override {
     if (failed())
       return fail(failure_);
-    Pending pending{{}, what, ++sequence_};
+    Pending pending;
+    pending.what = what;
+    pending.sequence = ++sequence_;
     const int64_t element = static_cast<int64_t>(dataTypeSize(type));
+    if (count * element <= kGatherBytes) {
+      pending.gathered.resize(static_cast<size_t>(count * element * size_));
+      pending.target = data;
+      pending.count = count;
+      pending.type = type;
+      pending.op = op;
+      MPI_Request request = MPI_REQUEST_NULL;
+      const int bytes = static_cast<int>(count * element);
+      if (int code = MPI_Iallgather(data, bytes, MPI_BYTE, pending.gathered.data(), bytes, MPI_BYTE, data_,
+                                    &request);
+          code != MPI_SUCCESS)
+        return fail(broken(what, code));
+      pending.requests.push_back(request);
+      const int64_t id = nextRequest_++;
+      pending_.emplace(id, std::move(pending));
+      return id;
+    }
     const int64_t piece = std::max<int64_t>(1, kMaxPieceBytes / element);
     auto *bytes = static_cast<char *>(data);
     for (int64_t first = 0; first < count; first += piece) {
@@ -103,7 +131,11 @@ public:
           fmt::format("{}: no all-reduce {} was started (a bug in netc)", rankName(rank_, size_), id));
     Pending pending = std::move(it->second);
     pending_.erase(it);
-    return complete(pending.requests, pending.what, pending.sequence, -1);
+    if (Status s = complete(pending.requests, pending.what, pending.sequence, -1); !s)
+      return s;
+    if (!pending.gathered.empty())
+      reduceGathered(pending);
+    return Status::success();
   }
 
   Status broadcast(void *data, int64_t bytes, int root, std::string_view what) override {
@@ -159,7 +191,35 @@ private:
     std::vector<MPI_Request> requests;
     std::string_view what;
     int64_t sequence = 0;
+    // A small all-reduce: every rank's values, to reduce into `target`.
+    std::vector<char> gathered;
+    void *target = nullptr;
+    int64_t count = 0;
+    DataType type = DataType::F32;
+    ReduceOp op = ReduceOp::Sum;
   };
+
+  template <class T> void reduceInRankOrder(const Pending &p) {
+    auto *out = static_cast<T *>(p.target);
+    const auto *all = reinterpret_cast<const T *>(p.gathered.data());
+    for (int64_t i = 0; i < p.count; ++i) {
+      T value = all[i];
+      for (int r = 1; r < size_; ++r) {
+        const T next = all[static_cast<int64_t>(r) * p.count + i];
+        value = p.op == ReduceOp::Sum ? T(value + next) : std::max(value, next);
+      }
+      out[i] = value;
+    }
+  }
+
+  void reduceGathered(const Pending &p) {
+    switch (p.type) {
+    case DataType::F32: return reduceInRankOrder<float>(p);
+    case DataType::F64: return reduceInRankOrder<double>(p);
+    case DataType::I64: return reduceInRankOrder<int64_t>(p);
+    case DataType::U8: return reduceInRankOrder<uint8_t>(p);
+    }
+  }
 
   std::string broken(std::string_view what, int code) {
     failure_ = fmt::format("{}: MPI failed in the {} {}: {}", rankName(rank_, size_), what, position(),
@@ -195,10 +255,11 @@ private:
     const auto start = Clock::now();
     const auto timeout =
         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options().timeoutSeconds));
-    const auto checkInAt = start + timeout / 2, deadline = start + timeout;
+    const auto askAt = start + timeout / 2, deadline = start + timeout;
+    const CheckIn here{false, ++waits_, sequence, step(), epoch(), std::string(what)};
     for (auto &entry : heard_)
       entry.reset();
-    bool checkedIn = false;
+    bool asked = false;
     // The longest time this rank itself did not run between two polls
     // (stopped, or starved of CPU): a stall it caused, not the others.
     auto previous = start;
@@ -217,12 +278,12 @@ private:
       const auto now = Clock::now();
       absent = std::max(absent, now - previous);
       previous = now;
-      if (bool heardOne = listen(sequence); (heardOne || now >= checkInAt) && !checkedIn) {
-        checkIn(sequence, what);
-        checkedIn = true;
+      if (bool someoneAsks = listen(here); (someoneAsks || now >= askAt) && !asked) {
+        send(here, -1);
+        asked = true;
       }
       if (now >= deadline) {
-        listen(sequence);
+        listen(here);
         StallReport report{rank_, size_, what, position(), options().timeoutSeconds, sequence, peer, heard_};
         report.absentSeconds = std::chrono::duration<double>(absent).count();
         failure_ = stallMessage(report);
@@ -233,7 +294,7 @@ private:
       const auto waited = now - start;
       if (waited < std::chrono::microseconds(50))
         continue;
-      if (waited < std::chrono::microseconds(500))
+      if (waited < std::chrono::microseconds(5000))
         sched_yield();
       else
         std::this_thread::sleep_for(
@@ -241,41 +302,50 @@ private:
     }
   }
 
-  /// Takes every check-in that has arrived; true when one is about this
-  /// collective or a later one (older ones are stale: that wait completed).
-  bool listen(int64_t sequence) {
-    bool current = false;
+  /// Takes every message of the side channel: an ask is replied to at once
+  /// (this rank waits in `here`), a reply to this wait's ask is recorded
+  /// (one to an earlier wait is late and dropped). True when someone asked.
+  bool listen(const CheckIn &here) {
+    bool asked = false;
     for (;;) {
       int arrived = 0;
       MPI_Status status;
       if (MPI_Iprobe(MPI_ANY_SOURCE, kCheckInTag, side_, &arrived, &status) != MPI_SUCCESS || !arrived)
-        return current;
+        return asked;
       int length = 0;
       MPI_Get_count(&status, MPI_CHAR, &length);
       std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
       MPI_Recv(bytes.data(), length, MPI_CHAR, status.MPI_SOURCE, kCheckInTag, side_, MPI_STATUS_IGNORE);
-      auto checkIn = decodeCheckIn(bytes);
-      if (!checkIn || checkIn->sequence < sequence || status.MPI_SOURCE < 0 || status.MPI_SOURCE >= size_)
+      const int from = status.MPI_SOURCE;
+      auto message = decodeCheckIn(bytes);
+      if (!message || from < 0 || from >= size_ || from == rank_)
         continue;
-      heard_[static_cast<size_t>(status.MPI_SOURCE)] = std::move(*checkIn);
-      current = true;
+      if (!message->reply) {
+        CheckIn reply = here;
+        reply.reply = true;
+        reply.wait = message->wait;
+        send(reply, from);
+        asked = true;
+      } else if (message->wait == here.wait) {
+        heard_[static_cast<size_t>(from)] = std::move(*message);
+      }
     }
   }
 
-  void checkIn(int64_t sequence, std::string_view what) {
-    // Sent eagerly (small) and never waited for: the receiver may be the
-    // missing rank. The requests are freed; MPI completes them on its own.
-    auto message =
-        std::make_shared<std::string>(encodeCheckIn({sequence, step(), epoch(), std::string(what)}));
+  /// Sends `message` to rank `to` (-1: every other rank). Sent eagerly
+  /// (small) and never waited for: the receiver may be the missing rank.
+  /// The requests are freed; MPI completes them on its own.
+  void send(const CheckIn &message, int to) {
+    auto bytes = std::make_shared<std::string>(encodeCheckIn(message));
     // Kept while MPI may still read them; a wait long enough to check in is
     // rare, so the oldest are dropped only past a generous bound.
     if (sent_.size() >= 256)
       sent_.erase(sent_.begin());
-    sent_.push_back(message);
+    sent_.push_back(bytes);
     for (int p = 0; p < size_; ++p)
-      if (p != rank_) {
+      if (p != rank_ && (to < 0 || p == to)) {
         MPI_Request request = MPI_REQUEST_NULL;
-        if (MPI_Isend(message->data(), static_cast<int>(message->size()), MPI_CHAR, p, kCheckInTag, side_,
+        if (MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_CHAR, p, kCheckInTag, side_,
                       &request) == MPI_SUCCESS)
           MPI_Request_free(&request);
       }
@@ -286,6 +356,7 @@ private:
   std::map<int64_t, Pending> pending_;
   int64_t nextRequest_ = 1;
   int64_t sequence_ = 0;
+  int64_t waits_ = 0; // waits begun: names this rank's asks
   std::vector<std::optional<CheckIn>> heard_;
   std::vector<std::shared_ptr<std::string>> sent_; // check-in buffers MPI may still read
   std::string failure_;
@@ -306,6 +377,12 @@ Communicator *create(const LaunchInfo &launch, const CommOptions &options, std::
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // Open MPI's non-blocking all-reduce (libnbc) takes a binomial tree below
+    // 4 ranks, whatever the size: measured here, 247 KB between 2 ranks took
+    // 2x as long as the blocking all-reduce, and a ring as long. A ring up to
+    // 8 ranks (one machine), recursive halving and doubling (Rabenseifner)
+    // beyond; the user's own choice wins. Small all-reduces do not use it.
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", launch.size <= 8 ? "1" : "3", /*overwrite=*/0);
     int provided = 0;
     if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); code != MPI_SUCCESS) {
       error = "MPI_Init failed: " + mpiError(code);
