@@ -137,6 +137,8 @@ comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run,
   f.add("--lr-scaling", std::string(lrScalingName(s.lrScaling)));
   f.add("--lr-warmup", s.lrWarmup.length > 0 ? lrWarmupText(s.lrWarmup) : std::string("none"));
   f.add("--comm-timeout", fmt::format("{:g}", s.commTimeout));
+  f.add("--deterministic",
+        s.deterministicChunks ? std::to_string(s.deterministicChunks) : std::string("off"));
   std::string skipped;
   for (const std::string &layer : s.initSkip)
     skipped += (skipped.empty() ? "" : ",") + layer;
@@ -194,7 +196,10 @@ std::string jobLine(const TrainSettings &s, const comm::Communicator &comm, cons
   const int64_t bucketValues = std::accumulate(plan.buckets.begin(), plan.buckets.end(), int64_t{0},
                                                [](int64_t n, const plan::Bucket &b) { return n + b.count; });
   const std::string sync =
-      s.sync.kind == Sync::Kind::LocalSgd
+      s.deterministicChunks > 0
+          ? fmt::format("gradients added on the host in a fixed order ({} chunks a step)",
+                        s.deterministicChunks)
+      : s.sync.kind == Sync::Kind::LocalSgd
           ? fmt::format("local SGD: replicas averaged every {} step(s) and at each epoch's end", s.sync.every)
           : fmt::format("gradients all-reduced in {} bucket(s) of {} in all", plan.buckets.size(),
                         byteSizeText(uint64_t(bucketValues) * sizeof(float)));

@@ -415,6 +415,12 @@ constexpr TrainKey kTrainKeys[] = {
      [](netc::TrainSettings &s, std::string_view v) {
        return setParsed(s.lrWarmup, v, kTrainDefaults.lrWarmup, netc::parseLrWarmup, "--lr-warmup ");
      }},
+    {"deterministic",
+     [](netc::TrainSettings &s, std::string_view v) {
+       // 0: off; a power of two of chunks is checked by netc_train with the ranks.
+       return setInteger(s.deterministicChunks, v, 0, kTrainDefaults.deterministicChunks,
+                         netc::kMaxDeterministicChunks);
+     }},
 };
 
 /// Stops compiling when netc::TrainSettings gains or loses a field, until
@@ -424,10 +430,10 @@ constexpr TrainKey kTrainKeys[] = {
                                 weightDecay, beta1, beta2, epsilon, decay, conditioning, schedule, init,
                                 initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
-                                maxMemory, logEvery, bucketMb, launch, commTimeout, sync, lrScaling,
-                                lrWarmup] = settings;
+                                maxMemory, logEvery, bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup,
+                                deterministicChunks] = settings;
 }
-constexpr size_t kTrainSettingsFields = 40;
+constexpr size_t kTrainSettingsFields = 41;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

@@ -72,6 +72,16 @@ private:
 
 // ---- 7. the backend -------------------------------------------------------------------
 
+/// The most samples one run of the plan takes: --batch, or with
+/// --deterministic a chunk of the global batch (every rank count then runs
+/// the same shapes).
+int64_t runBatch(const TrainSettings &s) {
+  if (s.deterministicChunks == 0)
+    return s.batch;
+  const int64_t global = s.batch * s.launch.size;
+  return (global + s.deterministicChunks - 1) / s.deterministicChunks;
+}
+
 /// Creates the backend --backend names (with --threads and its variant,
 /// --cpu-isa) and loads the plan for batches of --batch samples.
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
@@ -83,7 +93,7 @@ Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, co
   auto backend = runtime::createBackend(s.backend, options);
   if (!backend)
     return usage("--backend: " + backend.message());
-  if (Status st = (*backend)->load(plan, s.batch); !st)
+  if (Status st = (*backend)->load(plan, runBatch(s)); !st)
     return input(st.message());
   (*backend)->attach(&comm); // the plan's all-reduces
   return std::move(*backend);
@@ -142,6 +152,8 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   t.syncEvery = s.sync.kind == Sync::Kind::LocalSgd ? s.sync.every : 1;
   t.learningRateScale = optim::lrScaleFactor(toRuntime(s.lrScaling), comm.size());
   t.warmup = toRuntime(s.lrWarmup);
+  t.deterministicChunks = s.deterministicChunks;
+  t.evaluationBatch = runBatch(s);
   t.resumeFrom = s.resume;
   t.initFrom = s.initFrom;
   t.freshParameters = std::move(freshParameters);
@@ -174,6 +186,9 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
                         comm.size(), double(t.hyper.learningRate) * t.learningRateScale);
   if (s.lrWarmup.length > 0)
     rate += fmt::format(", warm-up {}", lrWarmupText(s.lrWarmup));
+  if (s.deterministicChunks > 0)
+    rate += fmt::format(", deterministic: {} chunks of {} a step added in a fixed order",
+                        s.deterministicChunks, runBatch(s));
   std::vector<std::string> lines = {
       fmt::format("network {}: {} parameters, task {}{}, loss {}", net.name, net.params,
                   taskText(network.options.task),
@@ -347,7 +362,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   result.params = net.params;
   if (listener)
     listener->onSetup(setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, comm));
-  if (auto failed = runTrainer(plan->plan, *backend, *data, std::move(options), s.batch, listener, result))
+  if (auto failed =
+          runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s), listener, result))
     return refuse(std::move(*failed));
   return result;
 }

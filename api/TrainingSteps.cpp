@@ -145,6 +145,29 @@ Step<RunSettings> checkSettings(const TrainSettings &s) {
                                   l.localRank >= l.localSize)
     return usage(fmt::format("the launch says rank {} of {} (local rank {} of {}), which do not fit together",
                              l.rank, l.size, l.localRank, l.localSize));
+  if (const int k = s.deterministicChunks; k != 0) {
+    if (k < 0 || k > kMaxDeterministicChunks || (k & (k - 1)) != 0)
+      return usage(fmt::format("--deterministic takes a power of two of chunks from 1 to {}, got {}",
+                               kMaxDeterministicChunks, k));
+    const int ranks = s.launch.size;
+    if ((ranks & (ranks - 1)) != 0 || k % ranks != 0) {
+      std::string choices;
+      for (int r = 1; r <= k; r *= 2)
+        choices += (choices.empty() ? "" : r == k ? " or " : ", ") + std::to_string(r);
+      return usage(
+          fmt::format("--deterministic {} shares its {} chunks among the ranks, which {} ranks cannot: "
+                      "run on {} ranks",
+                      k, k, ranks, choices));
+    }
+    if (s.accumulate > 1)
+      return usage(
+          "--deterministic and --accumulate exclude each other: --deterministic already cuts each step "
+          "into chunks");
+    if (s.sync.kind == Sync::Kind::LocalSgd)
+      return usage(
+          "--deterministic fixes the order in which each step's gradients are added; --sync local-sgd "
+          "has no such step: use one or the other");
+  }
   if (!(s.bucketMb > 0 && s.bucketMb <= kMaxBucketMb))
     return usage(fmt::format("--bucket-mb must be a positive number of MiB up to {}, got {}", kMaxBucketMb,
                              s.bucketMb));
@@ -348,7 +371,8 @@ Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSett
   planOptions.maxMemoryBytes = s.maxMemory;
   planOptions.accumulateGradients = s.accumulate > 1;
   planOptions.bucketBytes = std::max<int64_t>(1, std::llround(s.bucketMb * double(1 << 20)));
-  if (ranks > 1)
+  // --deterministic adds the gradients on the host in a fixed order: no all-reduce ops.
+  if (ranks > 1 && s.deterministicChunks == 0)
     planOptions.replicaSync = s.sync.kind == Sync::Kind::LocalSgd ? plan::ReplicaSync::AverageReplicas
                                                                   : plan::ReplicaSync::AllReduceGradients;
   auto plan = plan::buildPlan(net, planOptions);

@@ -133,6 +133,10 @@ struct LaunchResult {
 };
 LaunchResult launchFromEnvironment();
 
+/// `--deterministic` without a value, and the most chunks it takes.
+inline constexpr int kDefaultDeterministicChunks = 8;
+inline constexpr int kMaxDeterministicChunks = 1024;
+
 /// The default `--comm-timeout`, in seconds, and the largest (a day).
 inline constexpr double kDefaultCommTimeout = 60;
 inline constexpr double kMaxCommTimeout = 86400;
@@ -208,6 +212,12 @@ struct TrainSettings {
   Sync sync;
   LrScaling lrScaling = LrScaling::None;
   LrWarmup lrWarmup;
+  /// `--deterministic K`: each step's gradient is the sum of K chunks added
+  /// in one fixed order, so the weights are the same bits on any
+  /// power-of-two number of ranks that divides K (at the same global batch
+  /// and threads per rank). K is a power of two up to kMaxDeterministicChunks;
+  /// 0: off (the ranks' all-reduce: equal within float rounding).
+  int deterministicChunks = 0;
 };
 
 struct TrainProgress {

@@ -203,16 +203,32 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
   else
     std::iota(order.begin(), order.end(), int64_t{0});
   // The global steps of the rest of the epoch and this rank's share of each,
-  // cut into micro-batches of --batch.
+  // cut into micro-batches of --batch -- or with --deterministic, the
+  // step's fixed chunks this rank owns (the micro-batch's leaf).
   const int64_t perStep = options_.batch * options_.accumulate * ranks();
   const std::vector<data::ShardedStep> steps = data::shardedSteps(n, state.skipped, perStep, rank(), ranks());
-  std::vector<int64_t> mine, sizes, microBatches;
-  for (const data::ShardedStep &step : steps) {
-    int64_t count = 0;
-    for (int64_t first = step.mine.first; first < step.mine.end; first += options_.batch, ++count)
-      sizes.push_back(std::min(options_.batch, step.mine.end - first));
-    mine.insert(mine.end(), order.begin() + step.mine.first, order.begin() + step.mine.end);
-    microBatches.push_back(count);
+  struct Micro {
+    int64_t first, size;
+    int leaf; // --deterministic: the chunk
+  };
+  std::vector<std::vector<Micro>> micros(steps.size());
+  std::vector<int64_t> mine, sizes;
+  const int chunks = options_.deterministicChunks;
+  const int64_t chunk = chunks ? (perStep + chunks - 1) / chunks : 0;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const data::ShardedStep &step = steps[k];
+    if (chunks) {
+      for (int j = fixedOrder_->first(); j < fixedOrder_->end(); ++j)
+        if (const int64_t first = step.begin + j * chunk; first < step.begin + step.samples)
+          micros[k].push_back({first, std::min(chunk, step.begin + step.samples - first), j});
+    } else {
+      for (int64_t first = step.mine.first; first < step.mine.end; first += options_.batch)
+        micros[k].push_back({first, std::min(options_.batch, step.mine.end - first), -1});
+    }
+    for (const Micro &m : micros[k]) {
+      mine.insert(mine.end(), order.begin() + m.first, order.begin() + m.first + m.size);
+      sizes.push_back(m.size);
+    }
   }
   data::BatchPrefetcher prefetcher(train_, std::move(mine), std::move(sizes));
   auto stage = [&](int into, const data::Batch &batch) {
@@ -240,8 +256,10 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
     // gradients are summed), or for local SGD its share of them (each
     // replica steps on its own, then they are averaged).
     const double stepSamples = localSgd ? double(step.samples) / double(ranks()) : double(step.samples);
-    const int64_t micro = microBatches[s];
-    if (micro == 0) {
+    const int64_t micro = static_cast<int64_t>(micros[s].size());
+    if (chunks)
+      fixedOrder_->reset();
+    if (micro == 0 && !chunks) {
       writeStepScalars(plan_, backend_,
                        optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
                                           stepSamples, 0));
@@ -256,16 +274,32 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
       writeStepScalars(plan_, backend_,
                        optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
                                           stepSamples, size));
-      if (Status st = runOps(firstMicro ? 0 : plan_.stepBegin,
-                             lastMicro ? plan_.updateEnd : plan_.backwardEnd, size, slot, lastMicro);
-          !st)
+      if (chunks) { // this chunk's gradient alone, kept for the fixed-order sum
+        if (Status st = backend_.run(0, plan_.backwardEnd, size, slot); !st)
+          return Error{st.message()};
+        backend_.read(plan_.gradientArena, fixedOrder_->leaf(micros[s][static_cast<size_t>(m)].leaf));
+      } else if (Status st = runOps(firstMicro ? 0 : plan_.stepBegin,
+                                    lastMicro ? plan_.updateEnd : plan_.backwardEnd, size, slot, lastMicro);
+                 !st) {
         return Error{st.message()};
+      }
       state.lastSlot = slot;
       state.lastBatch = size;
       current = prefetcher.next();
       if (current)
         stage(1 - slot, *current);
       slot = 1 - slot;
+    }
+    if (chunks) { // every rank's chunks added in the fixed tree, then the update
+      if (Status st = fixedOrder_->sum(options_.comm, fixedSum_); !st)
+        return Error{st.message()};
+      backend_.write(plan_.gradientArena, fixedSum_);
+      if (micro == 0)
+        writeStepScalars(plan_, backend_,
+                         optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
+                                            stepSamples, 0));
+      if (Status st = backend_.run(plan_.backwardEnd, plan_.updateEnd, 1, 0); !st)
+        return Error{st.message()};
     }
     if (localSgd && step_ % options_.syncEvery == 0)
       if (Status st = averageReplicas(); !st)
@@ -424,7 +458,8 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     report.classification = summary.classification;
     report.validation = options_.evaluatesValidation;
     if (test_) {
-      auto e = evaluate(plan_, backend_, *test_, options_.batch, options_.comm);
+      auto e = evaluate(plan_, backend_, *test_,
+                        options_.evaluationBatch ? options_.evaluationBatch : options_.batch, options_.comm);
       if (!e)
         return e.error();
       report.testLoss = e->loss;

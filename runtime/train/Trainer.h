@@ -27,6 +27,7 @@
 #include "runtime/optim/Optimizer.h"
 #include "runtime/optim/Schedule.h"
 #include "runtime/train/Evaluate.h"
+#include "runtime/train/FixedOrderSum.h"
 #include "runtime/train/ModelState.h"
 
 #include <chrono>
@@ -70,6 +71,13 @@ struct TrainOptions {
   /// warm-up (--lr-warmup).
   double learningRateScale = 1;
   optim::Warmup warmup;
+  /// --deterministic K: each step is K chunks whose gradients are added in
+  /// one fixed tree (FixedOrderSum.h), so that the weights are the same bits
+  /// at any power-of-two rank count dividing K; the plan has no
+  /// communication ops and must not accumulate. 0: off.
+  int deterministicChunks = 0;
+  /// Samples per evaluation run: at most what the backend was loaded for (0: batch).
+  int64_t evaluationBatch = 0;
 };
 
 struct Progress {
@@ -202,7 +210,9 @@ private:
   int64_t logEvery_ = 1;
   bool hinted_ = false;
   std::vector<std::string> metricsPaths_;
-  std::vector<float> zeroGradients_; // runEmptyStep's (sized once)
+  std::vector<float> zeroGradients_;        // runEmptyStep's (sized once)
+  std::optional<FixedOrderSum> fixedOrder_; // --deterministic
+  std::vector<float> fixedSum_;
   bool errorOnEveryRank_ = false;
 };
 

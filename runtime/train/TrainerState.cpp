@@ -74,6 +74,17 @@ Status Trainer::broadcastState() {
 }
 
 Status Trainer::prepare(TrainObserver &observer) {
+  if (const int chunks = options_.deterministicChunks; chunks > 0) {
+    const bool powerOfTwo = (chunks & (chunks - 1)) == 0 && (ranks() & (ranks() - 1)) == 0;
+    if (!powerOfTwo || chunks % ranks() != 0 || options_.accumulate > 1 ||
+        plan_.replicaSync != plan::ReplicaSync::None)
+      return fail(
+          fmt::format("--deterministic {} needs a power of two of chunks that the ranks ({}, a power of "
+                      "two) divide, no --accumulate, and a plan without communication ops",
+                      chunks, ranks()));
+    fixedOrder_.emplace(plan_.trainedElements, chunks, rank(), ranks());
+    fixedSum_.assign(static_cast<size_t>(plan_.trainedElements), 0.0f);
+  }
   if (options_.accumulate > 1 && plan_.stepBegin == 0)
     return fail(fmt::format("--accumulate {} needs a plan built for gradient accumulation "
                             "(PlanOptions::accumulateGradients)",

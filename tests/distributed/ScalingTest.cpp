@@ -1,5 +1,6 @@
 // ScalingTest.cpp -- the settings of data-parallel runs: --sync, --lr-scaling
-// and --lr-warmup as the public API parses and spells them (the messages
+// and --lr-warmup as the public API parses and spells them, --deterministic's
+// refusals, (the messages
 // netc train prints), the factors and the warm-up's ramp in closed form, and
 // trainNetwork's refusal of values set by hand before it reads anything.
 #include "netc/Training.h"
@@ -89,6 +90,23 @@ TEST(Scaling, TrainNetworkRefusesBadValuesBeforeReadingAnything) {
   s.lrWarmup = {-1, false};
   r = trainNetwork("/nonexistent.net", s);
   EXPECT_NE(r.error.find("--lr-warmup '-1epochs'"), std::string::npos) << r.error;
+  s.lrWarmup = {};
+  s.deterministicChunks = 6;
+  r = trainNetwork("/nonexistent.net", s);
+  EXPECT_EQ(r.error, "--deterministic takes a power of two of chunks from 1 to 1024, got 6");
+  s.deterministicChunks = 4;
+  s.launch = {0, 8, 0, 8, "mpirun"};
+  r = trainNetwork("/nonexistent.net", s);
+  EXPECT_EQ(r.error, "--deterministic 4 shares its 4 chunks among the ranks, which 8 ranks cannot: run on 1, 2 or "
+                     "4 ranks");
+  s.launch = {};
+  s.accumulate = 2;
+  r = trainNetwork("/nonexistent.net", s);
+  EXPECT_NE(r.error.find("--deterministic and --accumulate exclude each other"), std::string::npos) << r.error;
+  s.accumulate = 1;
+  s.sync = {Sync::Kind::LocalSgd, 4};
+  r = trainNetwork("/nonexistent.net", s);
+  EXPECT_NE(r.error.find("--sync local-sgd has no such step"), std::string::npos) << r.error;
 }
 
 } // namespace

@@ -9,6 +9,9 @@ Cases (--case; each a CTest test):
                 256 (4 whole steps an epoch), 200 (a last step of 8) or 193 (a last step of 1 sample,
                 so rank 1's share of it is empty); --launcher mpirun or ranks.
   local-sgd     --sync local-sgd:1 equals synchronous training (2 ranks), max |difference| <= 1e-5.
+  deterministic --deterministic gives bit-identical weights and optimizer state on 1, 2 and 4 ranks at
+                the same global batch (64, on 200 samples: a short last step), on --network; 3 ranks
+                are refused, naming the rank counts that can share its chunks.
   resume        a run of 2 ranks resumed on 1 and one of 1 resumed on 2 continue the same global
                 order: after 2 epochs their weights equal an uninterrupted run's (<= 1e-5); the
                 per-rank batch becomes the global one divided by the ranks, and a global batch that
@@ -160,6 +163,31 @@ def case_local_sgd(args):
     if "local SGD: replicas averaged every 1 step(s)" not in result.stdout:
         raise Failure(f"the run header does not name local SGD:\n{result.stdout}")
     compare("--sync local-sgd:1 vs synchronous, 2 ranks", sync, local)
+
+
+def case_deterministic(args):
+    data = make_data(args, os.path.join(args.work, "data"), 200)
+    outs = {}
+    for ranks in (1, 2, 4):
+        outs[ranks] = os.path.join(args.work, f"ranks-{ranks}")
+        result = train(args, ranks, args.launcher, args.network, data, outs[ranks], 64 // ranks,
+                       ["--deterministic"])
+        if "deterministic: 8 chunks of 8 a step" not in result.stdout:
+            raise Failure(f"the run header does not name --deterministic:\n{result.stdout}")
+    for ranks in (2, 4):
+        worst = compare(f"--deterministic, {args.network}: {ranks} ranks x {64 // ranks} vs 1 rank x 64",
+                        outs[1], outs[ranks], tolerance=0.0)
+        if worst != 0.0:
+            raise Failure("--deterministic weights differ")
+    refused = run([args.netc, "train", os.path.join(args.source, NETWORKS[args.network]), "--data", data,
+                   "--out", os.path.join(args.work, "three"), "--epochs", "1", "--lr", "0.1", *COMMON, "--batch",
+                   "21", "--deterministic", "--ranks", "3"], expect_ok=False)
+    expected = "--deterministic 8 shares its 8 chunks among the ranks, which 3 ranks cannot: run on 1, 2, 4 or 8 " \
+               "ranks"
+    if refused.returncode != 2 or expected not in refused.stderr:
+        raise Failure(f"--deterministic on 3 ranks: expected exit 2 and '{expected}', got {refused.returncode}:\n"
+                      f"{refused.stderr}")
+    print("--deterministic on 3 ranks is refused, naming 1, 2, 4 or 8 ranks")
 
 
 def case_resume(args):
@@ -406,7 +434,8 @@ def case_no_mpi(args):
         raise Failure(f"with libmpi hidden, 2 ranks should say that MPI is missing:\n{result.stdout}{result.stderr}")
 
 
-CASES = {"equivalence": case_equivalence, "local-sgd": case_local_sgd, "resume": case_resume,
+CASES = {"equivalence": case_equivalence, "local-sgd": case_local_sgd, "deterministic": case_deterministic,
+         "resume": case_resume,
          "frozen": case_frozen, "killed": case_killed, "mismatch": case_mismatch, "no-mpi": case_no_mpi}
 
 

@@ -419,6 +419,23 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
          "Raise the learning rate linearly over the first N epochs (N or Nepochs) or steps (Nsteps), "
          "from the unscaled rate when --lr-scaling scales it")
       ->type_name("N[epochs|steps]");
+  cmd->add_option_function<std::string>(
+         "--deterministic",
+         [&s](const std::string &text) {
+           if (text.empty())
+             s.deterministicChunks = kDefaultDeterministicChunks;
+           else
+             integerFlagProblem(text, 1, kMaxDeterministicChunks, s.deterministicChunks);
+         },
+         "Bit-identical weights on 1, 2, 4... ranks at the same global batch: each step is K chunks (a power "
+         "of "
+         "two, default 8) whose gradients are added in one fixed order")
+      ->expected(0, 1)
+      ->check([](const std::string &text) {
+        int value = 0;
+        return text.empty() ? std::string() : integerFlagProblem(text, 1, kMaxDeterministicChunks, value);
+      })
+      ->type_name("[K]");
   cmd->add_option("--progress", args->progress, "auto, bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
