@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -288,12 +289,13 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   result.batch = s.batch;
   result.threads = s.threads;
   if (s.batch <= 0 || s.iterations <= 0 || s.repeats <= 0 || s.warmup < 0 || s.threads < 0 ||
-      s.threads > kMaxThreads) {
+      s.threads > kMaxThreads || !(s.bucketMb > 0 && s.bucketMb <= kMaxBucketMb)) {
     result.failure = FailureKind::Usage;
-    result.error = fmt::format("--batch, --iterations and --repeats must be at least 1, --warmup at least 0 "
-                               "and --threads from 0 to {} (got batch {}, iterations {}, repeats {}, threads "
-                               "{}, warmup {})",
-                               kMaxThreads, s.batch, s.iterations, s.repeats, s.threads, s.warmup);
+    result.error = fmt::format("--batch, --iterations and --repeats must be at least 1, --warmup at least 0, "
+                               "--threads from 0 to {} and --bucket-mb positive up to {} (got batch {}, "
+                               "iterations {}, repeats {}, threads {}, warmup {}, bucket-mb {})",
+                               kMaxThreads, kMaxBucketMb, s.batch, s.iterations, s.repeats, s.threads,
+                               s.warmup, s.bucketMb);
     return result;
   }
   CompileOptions options;
@@ -327,6 +329,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   trainOptions.maxMemoryBytes = s.maxMemory;
   if (comm.size() > 1)
     trainOptions.replicaSync = plan::ReplicaSync::AllReduceGradients;
+  trainOptions.bucketBytes = std::max<int64_t>(1, std::llround(s.bucketMb * double(1 << 20)));
   plan::PlanOptions inferOptions;
   inferOptions.training = false;
   inferOptions.maxMemoryBytes = s.maxMemory;

@@ -354,6 +354,7 @@ struct BenchSettings {
   /// the data-parallel training step on its batch, and the figures are the job's.
   Launch launch;
   double commTimeout = kDefaultCommTimeout;
+  double bucketMb = kDefaultBucketMb; ///< as TrainSettings::bucketMb
 };
 
 /// One op of the training plan, timed on its own (`netc bench --profile`).

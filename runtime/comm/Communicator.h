@@ -58,6 +58,11 @@ public:
                                            std::string_view what) = 0;
   /// Waits (at most the timeout) for a started all-reduce.
   virtual Status wait(int64_t request) = 0;
+  /// Lets started all-reduces advance without waiting for them: a transport
+  /// that moves data only inside its own calls (MPI over shared memory) is
+  /// given one between the ops of a step, so that an all-reduce started after
+  /// one op goes on while the next ones compute. No-op by default.
+  virtual void progress() {}
   /// Copies `bytes` bytes at `data` from rank `root` to every rank.
   virtual Status broadcast(void *data, int64_t bytes, int root, std::string_view what) = 0;
   /// Gathers `bytes` bytes from every rank into `all` (size() × bytes, rank

@@ -260,6 +260,8 @@ public:
       }
       cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threads()};
       kernels_->kernels[static_cast<int>(op.kind)](call);
+      if (!started_.empty()) // the all-reduces started go on while the backward pass does
+        communicator_->progress();
     }
     return Status::success();
   }

@@ -122,6 +122,10 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
       ->check(CLI::Range(1e-3, kMaxCommTimeout))
       ->type_name("SECONDS")
       ->capture_default_str();
+  cmd->add_option("--bucket-mb", s.bucketMb,
+                  "MiB of gradients the ranks all-reduce at once while the backward pass goes on")
+      ->type_name("MB")
+      ->capture_default_str();
   cmd->add_flag("--profile", s.profile,
                 "Also time each op of the training plan on its own and print the median per step");
   cmd->add_option("--format", args->format, "text or json")

@@ -138,6 +138,16 @@ public:
     return Status::success();
   }
 
+  void progress() override {
+    // MPI_Testall completes what it can and leaves the rest started; the
+    // completed requests become MPI_REQUEST_NULL, which wait() takes as done.
+    for (auto &[id, pending] : pending_) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(pending.requests.size()), pending.requests.data(), &done,
+                  MPI_STATUSES_IGNORE);
+    }
+  }
+
   Status broadcast(void *data, int64_t bytes, int root, std::string_view what) override {
     if (failed())
       return fail(failure_);
