@@ -289,7 +289,8 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   result.batch = s.batch;
   result.threads = s.threads;
   if (s.batch <= 0 || s.iterations <= 0 || s.repeats <= 0 || s.warmup < 0 || s.threads < 0 ||
-      s.threads > kMaxThreads || !(s.bucketMb > 0 && s.bucketMb <= kMaxBucketMb)) {
+      s.threads > kMaxThreads || !(s.bucketMb > 0 && s.bucketMb <= kMaxBucketMb) ||
+      !(s.commTimeout > 0 && s.commTimeout <= kMaxCommTimeout)) {
     result.failure = FailureKind::Usage;
     result.error = fmt::format("--batch, --iterations and --repeats must be at least 1, --warmup at least 0, "
                                "--threads from 0 to {} and --bucket-mb positive up to {} (got batch {}, "

@@ -24,6 +24,11 @@ CASES += [("plan-mnist", "mnist.net", "plan", []), ("plan-siamese", "siamese.net
           ("plan-multi-input-filtered", "multi-input-filtered.net", "plan", []),
           ("plan-pool-norm", "pool-norm.net", "plan", []),
           ("inference-plan-mnist", "mnist.net", "inference-plan", [])]
+# The plan of a rank of a data-parallel job: an all-reduce after the op that
+# finishes each of lenet5's (small) buckets, a wait before the update; local
+# SGD's averaging after the update.
+CASES += [("plan-lenet5-allreduce", "lenet5.net", "plan", ["--data-parallel", "allreduce", "--bucket-mb", "0.05"]),
+          ("plan-mnist-local-sgd", "mnist.net", "plan", ["--data-parallel", "local-sgd"])]
 
 
 def main():

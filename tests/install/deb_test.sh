@@ -55,5 +55,12 @@ dpkg -x "$deb" "$work/root"
 "$work/root/usr/bin/netc" check "$source/examples/mnist.net"
 # The netc package alone trains (one process: no MPI plugin needed).
 "$work/root/usr/bin/netc" train "$source/examples/mnist.net" --data "$source/tests/fixtures/mnist-slice" --epochs 1 \
-  --batch 50 --threads 1 --seed 1 --progress none --out "$work/run" --overwrite | tail -n 2
+  --batch 50 --init xavier --threads 1 --seed 1 --progress none --out "$work/run" --overwrite | tail -n 2
+# With netc-mpi unpacked next to it, the installed netc finds its plugin and trains on 2 ranks.
+if [[ -n $mpi_deb ]] && command -v mpirun >/dev/null; then
+  dpkg -x "$mpi_deb" "$work/root"
+  "$work/root/usr/bin/netc" train "$source/examples/mnist.net" --data "$source/tests/fixtures/mnist-slice" \
+    --epochs 1 --batch 25 --init xavier --threads 1 --seed 1 --progress none --out "$work/run2" --overwrite --ranks 2 |
+    grep -E '^data parallel: 2 ranks'
+fi
 echo "deb_test: passed"

@@ -1,7 +1,7 @@
 // CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir|plan
 // [--after=PASS]`: stops after a stage and prints it as deterministic text
-// (golden tests). `plan` is the training plan, `inference-plan` the forward
-// ops only.
+// (golden tests). `plan` is the training plan (`--data-parallel` that of a
+// rank of a data-parallel job), `inference-plan` the forward ops only.
 #include "CommandSupport.h"
 
 #include "codegen/Codegen.h"
@@ -9,6 +9,8 @@
 #include "frontend/AstDump.h"
 #include "ir/IrPrinter.h"
 #include "passes/Pipeline.h"
+
+#include <cmath>
 
 namespace netc::cli {
 
@@ -21,6 +23,8 @@ struct CompileArgs {
   CompileFlags compile;
   ColourFlag colour;
   uint64_t maxMemory = 0; // 0: the machine's memory
+  std::string dataParallel = "none";
+  double bucketMb = kDefaultBucketMb;
 };
 
 int runCompile(const CompileArgs &args) {
@@ -51,6 +55,12 @@ int runCompile(const CompileArgs &args) {
       plan::PlanOptions options;
       options.training = args.emit == "plan";
       options.maxMemoryBytes = args.maxMemory;
+      options.bucketBytes = std::max<int64_t>(1, std::llround(args.bucketMb * double(1 << 20)));
+      // The plan every rank of a data-parallel job runs (netc train --sync).
+      if (args.dataParallel == "allreduce")
+        options.replicaSync = plan::ReplicaSync::AllReduceGradients;
+      else if (args.dataParallel == "local-sgd")
+        options.replicaSync = plan::ReplicaSync::AverageReplicas;
       auto built = plan::buildPlan(c->network, options);
       if (!built) {
         printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
@@ -79,6 +89,16 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->check(CLI::IsMember({"tokens", "ast", "ir", "plan", "inference-plan"}))
       ->capture_default_str();
   cmd->add_option("--after", args->after, "With --emit=ir: stop after this pass ('sema' or a pass name)");
+  cmd->add_option("--data-parallel", args->dataParallel,
+                  "With --emit=plan: the plan of a rank of a data-parallel job: allreduce (the gradient "
+                  "buckets' all-reduces) or local-sgd (the replicas' averaging)")
+      ->check(CLI::IsMember({"none", "allreduce", "local-sgd"}))
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", args->bucketMb,
+                  "With --emit=plan: the gradient buckets' size, as netc train's")
+      ->check(CLI::Range(1e-9, kMaxBucketMb))
+      ->type_name("MB")
+      ->capture_default_str();
   args->compile.addTo(*cmd);
   addMaxMemoryOption(*cmd, args->maxMemory);
   args->colour.addTo(*cmd);

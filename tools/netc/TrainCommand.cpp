@@ -404,7 +404,6 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   addRanksOption(*cmd, args->ranks);
   cmd->add_option("--comm-timeout", s.commTimeout,
                   "Seconds any rank waits for the others before naming the rank that did not answer")
-      ->check(CLI::Range(1e-3, kMaxCommTimeout))
       ->type_name("SECONDS")
       ->capture_default_str();
   cmd->add_option("--sync", args->sync,
