@@ -21,18 +21,11 @@ import statistics
 import sys
 import time
 
-
-def _threads_from_argv(argv):
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--threads", type=int, default=1)
-    return pre.parse_known_args(argv)[0].threads
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_threads import set_thread_environment  # noqa: E402
 
 if __name__ == "__main__":
-    # As in torch_reference.py: OpenBLAS sizes its pool when it loads (before `import torch`); the
-    # spawned ranks inherit the environment.
-    os.environ["OPENBLAS_NUM_THREADS"] = str(max(1, _threads_from_argv(sys.argv[1:])))
-    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"]
+    set_thread_environment(sys.argv[1:])  # before `import torch`; the spawned ranks inherit it
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -40,7 +33,6 @@ import torch.multiprocessing as mp  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_reference import build  # noqa: E402
 
 

@@ -66,18 +66,11 @@ import sys
 import time
 
 
-def _threads_from_argv(argv):
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--threads", type=int, default=1)
-    return pre.parse_known_args(argv)[0].threads
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_threads import set_thread_environment  # noqa: E402
 
 if __name__ == "__main__":
-    # PyTorch's GEMMs (the full layers) go to Debian's OpenBLAS, which keeps its own thread pool
-    # (one thread per core by default) that torch.set_num_threads does not resize. The pool is sized
-    # when the library loads, so the environment must say how many threads before `import torch`.
-    os.environ["OPENBLAS_NUM_THREADS"] = str(max(1, _threads_from_argv(sys.argv[1:])))
-    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"]
+    set_thread_environment(sys.argv[1:])  # before `import torch`
 
 import torch  # noqa: E402 (after the thread environment)
 import torch.nn as nn
