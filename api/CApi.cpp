@@ -159,9 +159,9 @@ const std::string_view kProgressKeys[] = {
 const std::string_view kEpochKeys[] = {"epoch",     "train_loss",    "train_accuracy",
                                        "test_loss", "test_accuracy", "images_per_second",
                                        "seconds",   "learning_rate", "best"};
-const std::string_view kResultKeys[] = {"epochs",         "steps",         "seconds",      "best_epoch",
-                                        "params",         "train_samples", "test_samples", "train_loss",
-                                        "train_accuracy", "test_loss",     "test_accuracy"};
+const std::string_view kResultKeys[] = {
+    "epochs",     "steps",          "seconds",   "best_epoch",    "params", "train_samples", "test_samples",
+    "train_loss", "train_accuracy", "test_loss", "test_accuracy", "rank",   "ranks",         "global_batch"};
 
 netc_status lookup(const NamedValues &named, std::span<const std::string_view> known, const char *what,
                    const char *key, double *value) {
@@ -585,7 +585,10 @@ netc_status netc_train(const char *net_path, const netc_train_settings *settings
          {"best_epoch", double(r.bestEpoch)},
          {"params", double(r.params)},
          {"train_samples", double(r.trainSamples)},
-         {"test_samples", double(r.testSamples)}};
+         {"test_samples", double(r.testSamples)},
+         {"rank", double(r.rank)},
+         {"ranks", double(r.ranks)},
+         {"global_batch", double(r.globalBatch)}};
     if (!r.epochs.empty()) {
       v.push_back({"train_loss", r.epochs.back().trainLoss});
       if (r.epochs.back().classification)

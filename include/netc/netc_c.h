@@ -232,8 +232,10 @@ NETC_C_API void netc_train_result_free(netc_train_result *result) NETC_NOEXCEPT;
 /** A final metric by key: epochs, steps, seconds, best_epoch, params,
  * train_samples, test_samples, train_loss and train_accuracy (the last
  * epoch's), test_loss and test_accuracy (the final evaluation on the test
- * set). A metric the run does not have (no test set; accuracy of a
- * regression) is NETC_ERROR_UNAVAILABLE. */
+ * set), rank, ranks and global_batch (the data-parallel job: this process's
+ * rank, the ranks, and the samples of a step over all of them). A metric the
+ * run does not have (no test set; accuracy of a regression) is
+ * NETC_ERROR_UNAVAILABLE. */
 NETC_C_API netc_status netc_train_result_value(const netc_train_result *result, const char *key,
                                                double *value) NETC_NOEXCEPT;
 /** The seed the run used (also when it was drawn from the clock). */

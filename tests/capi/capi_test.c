@@ -257,6 +257,19 @@ static const char *const kGoodSettings[][2] = {
     {"log_every", ""},
     {"bucket_mb", "0.5"},
     {"bucket_mb", ""},
+    {"launch", "single"},
+    {"launch", "environment"},
+    {"launch", ""},
+    {"comm_timeout", "5"},
+    {"comm_timeout", ""},
+    {"sync", "local-sgd:4"},
+    {"sync", "allreduce"},
+    {"lr_scaling", "sqrt"},
+    {"lr_scaling", ""},
+    {"lr_warmup", "300steps"},
+    {"lr_warmup", ""},
+    {"deterministic", "8"},
+    {"deterministic", ""},
     {"cpu_isa", "baseline"},
     {"cpu_isa", ""},
     {"optimizer", ""},
@@ -294,6 +307,12 @@ static const char *const kBadSettings[][3] = {
     {"log_every", "0", "at least 1"},
     {"bucket_mb", "0", "positive"},
     {"bucket_mb", "2000000", "1048576"},
+    {"launch", "cluster", "'cluster' is not single or environment"},
+    {"comm_timeout", "0", "positive"},
+    {"sync", "local-sgd:0", "local-sgd:H"},
+    {"lr_scaling", "cubic", "linear"},
+    {"lr_warmup", "0", "positive number"},
+    {"deterministic", "2048", "from 0 to 1024"},
     {"optimizer", "adamw", "'adamw' is not one of sgd, adam, adadelta"},
     {"normalize", "zscore", "setting 'normalize': unknown normalizer 'zscore'"},
 };
@@ -405,6 +424,9 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   CHECK(netc_train_result_value(result, "train_loss", &value) == NETC_OK && value == counts.lastEpochLoss);
   CHECK(netc_train_result_value(result, "test_accuracy", &value) == NETC_OK && value >= 0 && value <= 1);
   CHECK(netc_train_result_value(result, "steps", &value) == NETC_OK && value == 16);
+  CHECK(netc_train_result_value(result, "ranks", &value) == NETC_OK && value == 1);
+  CHECK(netc_train_result_value(result, "rank", &value) == NETC_OK && value == 0);
+  CHECK(netc_train_result_value(result, "global_batch", &value) == NETC_OK && value == 32);
   CHECK_FAILS(netc_train_result_value(result, "accuracy", &value), NETC_ERROR_UNKNOWN_KEY, "test_accuracy");
   CHECK_FAILS(netc_train_result_value(result, "steps", NULL), NETC_ERROR_INVALID_ARGUMENT, "value");
   CHECK(netc_train_result_seed(result) == 7);
