@@ -41,7 +41,7 @@ public:
 
 private:
   int64_t elements_;
-  int rank_, ranks_, first_, end_;
+  int ranks_, first_, end_;
   std::vector<std::vector<float>> leaves_;
   std::vector<float> roots_; // every rank's subtree sum, gathered
 };
