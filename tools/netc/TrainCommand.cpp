@@ -11,7 +11,8 @@
 // write in progress. As a rank of a data-parallel job (`--ranks N`, mpirun,
 // srun) only rank 0 prints progress and results; the others print only their
 // own errors. SIGUSR1 (what mpirun forwards) stops a job as Ctrl-C does, and
-// its ranks agree on the step; a rank ended by SIGTERM says so first.
+// its ranks agree on the step; a rank sent SIGTERM (by mpirun when another
+// rank died, by Slurm at a time limit) says so first.
 #include "CommandSupport.h"
 #include "ProgressPrinter.h"
 #include "RankLauncher.h"
@@ -259,8 +260,8 @@ int runTrain(TrainArgs &args) {
   if (s.launch.size > 1)
     std::snprintf(
         gTerminatedNote, sizeof gTerminatedNote,
-        "netc: rank %d of %d: ended by SIGTERM (mpirun ends every rank when one of them dies or fails; "
-        "its message names that rank)\n",
+        "netc: rank %d of %d: SIGTERM: stopping with the other ranks at the next step they agree on (mpirun "
+        "sends it to every rank when one of them dies or fails, and its message names that rank)\n",
         s.launch.rank, s.launch.size);
   s.learningRate = args.learningRate;
   s.seed = args.seed;
