@@ -19,8 +19,7 @@ void addPairwise(std::vector<std::span<float>> leaves) {
 }
 
 FixedOrderSum::FixedOrderSum(int64_t elements, int chunks, int rank, int ranks)
-    : elements_(elements), ranks_(ranks), first_(chunks / ranks * rank),
-      end_(chunks / ranks * (rank + 1)) {
+    : elements_(elements), ranks_(ranks), first_(chunks / ranks * rank), end_(chunks / ranks * (rank + 1)) {
   assert(chunks % ranks == 0);
   leaves_.assign(static_cast<size_t>(end_ - first_), std::vector<float>(static_cast<size_t>(elements), 0.0f));
   roots_.resize(static_cast<size_t>(elements * ranks));

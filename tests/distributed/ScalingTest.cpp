@@ -97,12 +97,14 @@ TEST(Scaling, TrainNetworkRefusesBadValuesBeforeReadingAnything) {
   s.deterministicChunks = 4;
   s.launch = {0, 8, 0, 8, "mpirun"};
   r = trainNetwork("/nonexistent.net", s);
-  EXPECT_EQ(r.error, "--deterministic 4 shares its 4 chunks among the ranks, which 8 ranks cannot: run on 1, 2 or "
-                     "4 ranks");
+  EXPECT_EQ(r.error,
+            "--deterministic 4 shares its 4 chunks among the ranks, which 8 ranks cannot: run on 1, 2 or "
+            "4 ranks");
   s.launch = {};
   s.accumulate = 2;
   r = trainNetwork("/nonexistent.net", s);
-  EXPECT_NE(r.error.find("--deterministic and --accumulate exclude each other"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("--deterministic and --accumulate exclude each other"), std::string::npos)
+      << r.error;
   s.accumulate = 1;
   s.sync = {Sync::Kind::LocalSgd, 4};
   r = trainNetwork("/nonexistent.net", s);

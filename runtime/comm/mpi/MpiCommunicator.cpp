@@ -102,9 +102,7 @@ public:
           code != MPI_SUCCESS)
         return fail(broken(what, code));
       pending.requests.push_back(request);
-      const int64_t id = nextRequest_++;
-      pending_.emplace(id, std::move(pending));
-      return id;
+      return remember(std::move(pending));
     }
     const int64_t piece = std::max<int64_t>(1, kMaxPieceBytes / element);
     auto *bytes = static_cast<char *>(data);
@@ -117,9 +115,7 @@ public:
         return fail(broken(what, code));
       pending.requests.push_back(request);
     }
-    const int64_t id = nextRequest_++;
-    pending_.emplace(id, std::move(pending));
-    return id;
+    return remember(std::move(pending));
   }
 
   Status wait(int64_t id) override {
@@ -208,6 +204,13 @@ private:
     DataType type = DataType::F32;
     ReduceOp op = ReduceOp::Sum;
   };
+
+  /// Keeps a started all-reduce until its wait; returns its request.
+  int64_t remember(Pending pending) {
+    const int64_t id = nextRequest_++;
+    pending_.emplace(id, std::move(pending));
+    return id;
+  }
 
   template <class T> void reduceInRankOrder(const Pending &p) {
     auto *out = static_cast<T *>(p.target);
