@@ -151,10 +151,14 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   impl->plan = std::move(*plan);
   impl->batch = options.batch;
   impl->name = compiled.network->name();
-  runtime::BackendOptions backendOptions;
-  backendOptions.threads = options.threads;
-  backendOptions.variant = options.cpuIsa;
-  auto backend = runtime::createBackend(options.backend, backendOptions);
+  auto setup = backendSetup({options.device, options.backend, options.precision, options.cpuIsa,
+                             options.cudaDebug, options.threads, 0});
+  if (!setup) {
+    result.failure = FailureKind::Usage;
+    result.error = setup.message();
+    return result;
+  }
+  auto backend = runtime::createBackend(setup->backend, setup->options);
   if (!backend) {
     result.failure = FailureKind::Usage;
     result.error = "--backend: " + backend.message();
@@ -349,10 +353,16 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   }
   result.trainBytesPerBatch = double(trainPlan->bytesPerBatch(s.batch));
   result.inferBytesPerBatch = double(inferPlan->bytesPerBatch(s.batch));
-  runtime::BackendOptions backendOptions;
-  backendOptions.threads = training::threadsPerRank(s.threads, s.launch);
-  backendOptions.device = s.launch.localRank;
-  backendOptions.variant = s.cpuIsa;
+  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug,
+                             training::threadsPerRank(s.threads, s.launch), s.launch.localRank});
+  if (!setup) {
+    result.failure = FailureKind::Usage;
+    result.error = setup.message();
+    return result;
+  }
+  const runtime::BackendOptions &backendOptions = setup->options;
+  result.backend = setup->backend;
+  result.deviceNote = setup->note;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
   std::vector<float> features(static_cast<size_t>(s.batch * trainPlan->featureCount)),
@@ -365,13 +375,17 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
 
   int threadsUsed = s.threads;
   auto measure = [&](const plan::Plan &plan, bool training, std::vector<double> &runs) -> Status {
-    auto backend = runtime::createBackend(s.backend, backendOptions);
+    auto backend = runtime::createBackend(setup->backend, backendOptions);
     if (!backend)
       return fail("--backend: " + backend.message());
     if (Status st = (*backend)->load(plan, s.batch); !st)
       return st;
     (*backend)->attach(&comm);
     threadsUsed = (*backend)->describe().threads;
+    result.device = (*backend)->describe().device;
+    // The loss sums are read as the trainer reads them: every few steps on a
+    // device, where reading waits for the step.
+    const int64_t logEvery = std::max<int64_t>(1, (*backend)->describe().defaultLogEvery);
     train::initializeParameters(plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
     (*backend)->write(plan.features, features);
     (*backend)->write(plan.labels, labels);
@@ -388,7 +402,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
       (*backend)->fence();
       if (Status st = (*backend)->run(0, last, s.batch); !st)
         return st;
-      if (training)
+      if (training && stepCount % logEvery == 0)
         train::takeMetrics(plan, **backend);
       return Status::success();
     };
@@ -412,6 +426,10 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
           !st)
         return st;
       runs.push_back(double(s.batch * s.iterations * comm.size()) / seconds[0]);
+    }
+    if (training) {
+      result.launchesPerStep = (*backend)->describe().launchesLastRun;
+      result.deviceBytes = (*backend)->describe().deviceBytes;
     }
     if (training && s.profile)
       return profileOps(plan, **backend, s, result.profile);

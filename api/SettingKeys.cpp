@@ -357,8 +357,10 @@ constexpr TrainKey kTrainKeys[] = {
      }},
     {"backend",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
-       if (v.empty())
-         v = kTrainDefaults.backend;
+       if (v.empty()) { // the device's own
+         s.backend = kTrainDefaults.backend;
+         return {};
+       }
        netc::registerBuiltinBackends();
        std::vector<std::string> names = netc::runtime::backendNames();
        if (std::find(names.begin(), names.end(), v) == names.end()) {
@@ -373,6 +375,28 @@ constexpr TrainKey kTrainKeys[] = {
     {"cpu_isa",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        s.cpuIsa = v;
+       return {};
+     }},
+    {"device",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty())
+         v = kTrainDefaults.device;
+       // The syntax only: whether the GPU is usable is the run's to say.
+       auto choice = netc::chooseDevice(v, "", 0, [](int) { return std::optional<std::string>(); });
+       if (!choice)
+         return choice.message();
+       s.device = v;
+       return {};
+     }},
+    {"cuda_debug",
+     [](netc::TrainSettings &s, std::string_view v) { return setBool(s.cudaDebug, v, kTrainDefaults.cudaDebug); }},
+    {"precision",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v.empty())
+         v = kTrainDefaults.precision;
+       if (v != "fp32" && v != "tf32")
+         return fmt::format("'{}' is not fp32 or tf32", v);
+       s.precision = v;
        return {};
      }},
     {"max_memory", [](netc::TrainSettings &s, std::string_view v) { return setByteSize(s.maxMemory, v, 0); }},
@@ -430,10 +454,10 @@ constexpr TrainKey kTrainKeys[] = {
                                 weightDecay, beta1, beta2, epsilon, decay, conditioning, schedule, init,
                                 initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
-                                maxMemory, logEvery, bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup,
-                                deterministicChunks] = settings;
+                                device, cudaDebug, precision, maxMemory, logEvery, bucketMb, launch,
+                                commTimeout, sync, lrScaling, lrWarmup, deterministicChunks] = settings;
 }
-constexpr size_t kTrainSettingsFields = 41;
+constexpr size_t kTrainSettingsFields = 44;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

@@ -82,15 +82,18 @@ int64_t runBatch(const TrainSettings &s) {
   return (global + s.deterministicChunks - 1) / s.deterministicChunks;
 }
 
-/// Creates the backend --backend names (with --threads and its variant,
-/// --cpu-isa) and loads the plan for batches of --batch samples.
+/// Creates the backend --device and --backend name (with --threads, its
+/// variant --cpu-isa, --precision and --cuda-debug) and loads the plan for
+/// batches of --batch samples; `deviceNote` gets what --device auto chose and why.
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
-                                                      comm::Communicator &comm) {
-  runtime::BackendOptions options;
-  options.threads = threadsPerRank(s.threads, s.launch);
-  options.device = s.launch.localRank; // a device per rank (the CUDA backend)
-  options.variant = s.cpuIsa;
-  auto backend = runtime::createBackend(s.backend, options);
+                                                      comm::Communicator &comm, std::string &deviceNote) {
+  // A device per rank (the CUDA backend): local rank r uses GPU N + r.
+  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug,
+                             threadsPerRank(s.threads, s.launch), s.launch.localRank});
+  if (!setup)
+    return usage(setup.message());
+  deviceNote = setup->note;
+  auto backend = runtime::createBackend(setup->backend, setup->options);
   if (!backend)
     return usage("--backend: " + backend.message());
   if (Status st = (*backend)->load(plan, runBatch(s)); !st)
@@ -170,13 +173,24 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   return t;
 }
 
+/// What the run header says after "on <backend>": the GPU, and why --device
+/// auto chose the device it did.
+std::string describeDevice(const runtime::BackendInfo &backend, std::string_view note) {
+  std::string out;
+  if (backend.name == "cuda")
+    out = backend.device;
+  if (!note.empty())
+    out += out.empty() ? std::string(note) : fmt::format("; {}", note);
+  return out.empty() ? out : fmt::format(" ({})", out);
+}
+
 /// The run header (TrainListener::onSetup): the network, the data, and how
 /// it is trained, on what.
 std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &start,
                                     const CompiledNetwork &network, const TrainingData &data,
                                     const TrainingPlan &plan, const Normalizing &normalizing,
                                     const train::TrainOptions &t, const runtime::BackendInfo &backend,
-                                    const comm::Communicator &comm) {
+                                    std::string_view deviceNote, const comm::Communicator &comm) {
   const ir::Network &net = network.net();
   const data::Dataset *evalSet = data.evaluated();
   // The learning rate, with --lr-scaling's factor and the warm-up.
@@ -204,7 +218,7 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
           evalSet ? fmt::format(", {} {} samples", evalSet->count, data.validation ? "validation" : "test")
                   : std::string(),
           data.train.featureCount, data::normalizerText(normalizing.normalizer.spec()) + normalizing.note),
-      fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}{}, {}, seed {}, {} thread(s){} on {}",
+      fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}{}, {}, seed {}, {} thread(s){} on {}{}",
                   s.epochs, s.batch, comm.size() > 1 ? " per rank" : "",
                   s.accumulate > 1 ? fmt::format(" × {} micro-batches", s.accumulate) : std::string(),
                   optimizerName(s.optimizer), rate,
@@ -212,7 +226,7 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
                   s.schedule.kind != Schedule::Kind::Constant ? ", schedule " + scheduleText(s.schedule)
                                                               : std::string(),
                   startText(s, start), data.seed, backend.threads, comm.size() > 1 ? " per rank" : "",
-                  backend.name)};
+                  backend.name, describeDevice(backend, deviceNote))};
   if (std::string job = jobLine(s, comm, plan.plan); !job.empty())
     lines.push_back(std::move(job));
   return lines;
@@ -317,6 +331,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   std::set<std::string> fresh;
   std::optional<Normalizing> normalizing;
   std::unique_ptr<runtime::Backend> backend;
+  std::string deviceNote;
   if (!refusal) {
     applyTaskDefaults(*run, s, network->options.task);
     auto planned = buildTrainingPlan(netPath, s, *run, network->net(), *data, comm.size());
@@ -340,7 +355,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       refusal = normalized.refusal();
   }
   if (!refusal) {
-    auto created = createBackend(s, plan->plan, comm);
+    auto created = createBackend(s, plan->plan, comm, deviceNote);
     if (created)
       backend = std::move(*created);
     else
@@ -361,7 +376,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   result.testSamples = data->evaluated() ? data->evaluated()->count : 0;
   result.params = net.params;
   if (listener)
-    listener->onSetup(setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, comm));
+    listener->onSetup(
+        setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, deviceNote, comm));
   if (auto failed =
           runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s), listener, result))
     return refuse(std::move(*failed));

@@ -270,7 +270,8 @@ def read_plan(netc, path):
 
 
 def read_profile(netc, path, batch, threads, large):
-    cmd = [netc, "bench", path, "--batch", str(batch), "--threads", str(threads), "--profile", "--format", "json"]
+    cmd = [netc, "bench", path, "--device", "cpu", "--batch", str(batch), "--threads", str(threads), "--profile",
+           "--format", "json"]
     if large:
         cmd += LARGE_PROFILE_ARGS
     text, err = run_netc(cmd)

@@ -88,7 +88,7 @@ def main():
     load = []
     for round_ in range(args.rounds):
         for index, (net, ranks) in enumerate(configs):
-            netc = [args.netc, "bench", NETS[net], "--batch", str(args.batch), "--threads", "1", "--ranks",
+            netc = [args.netc, "bench", NETS[net], "--device", "cpu", "--batch", str(args.batch), "--threads", "1", "--ranks",
                     str(ranks), "--warmup", str(args.warmup), "--iterations", str(args.iters), "--repeats",
                     str(args.repeats), "--format", "json"]
             ddp = [args.python, os.path.join(REPO, "bench", "ddp_reference.py"), "--net", net, "--ranks",

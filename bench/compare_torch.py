@@ -198,7 +198,7 @@ def main():
         for c in configs:
             net, t = c
             file = os.path.join(REPO, NETS[net])
-            netc_cmd = [netc, "bench", file, "--batch", str(args.batch), "--threads", str(t),
+            netc_cmd = [netc, "bench", file, "--device", "cpu", "--batch", str(args.batch), "--threads", str(t),
                         "--warmup", str(args.warmup), "--iterations", str(args.iters),
                         "--repeats", str(args.inner_repeats), "--format", "json"] + shlex.split(args.netc_args)
             torch_cmd = [args.python, torch_script, "--net", net, "--batch", str(args.batch), "--threads", str(t),

@@ -33,7 +33,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README_JOB = ["train", "examples/mnist.net", "--data", "data/mnist", "--epochs", "40", "--lr", "0.1",
               "--momentum", "0.9", "--init", "xavier", "--schedule", "cosine", "--threads", "1",
-              "--progress", "none", "--overwrite"]
+              "--progress", "none", "--overwrite", "--device", "cpu"]
 
 
 def configurations(local_sgd):

@@ -6,20 +6,11 @@
 #include "codegen/IndexTables.h"
 
 #include "support/CheckedMath.h"
+#include "support/MultiIndex.h"
 
 namespace netc::plan {
 
 namespace {
-
-/// Advances a row-major multi-index over `extent`; false after the last.
-bool advance(std::vector<int64_t> &index, const std::vector<int64_t> &extent) {
-  for (size_t d = index.size(); d-- > 0;) {
-    if (++index[d] < extent[d])
-      return true;
-    index[d] = 0;
-  }
-  return false;
-}
 
 int64_t rowMajor(const std::vector<int64_t> &index, const std::vector<int64_t> &extent) {
   int64_t flat = 0;
@@ -74,7 +65,7 @@ ConvolutionTables convolutionTables(const ir::Bundle &bundle) {
     int64_t k = 0;
     do
       gather[k++] = sourceNode(g, j, cell);
-    while (advance(cell, kernel));
+    while (advanceRowMajor(cell, kernel));
     std::fill(m.begin(), m.end(), 0);
     int64_t mapIndex = 0;
     do {
@@ -83,8 +74,8 @@ ConvolutionTables convolutionTables(const ir::Bundle &bundle) {
       t.scatter[static_cast<size_t>((mapIndex * low.groups + u) * low.positions + p)] =
           static_cast<int32_t>(rowMajor(out, outExtent));
       ++mapIndex;
-    } while (advance(m, maps));
-  } while (advance(j, counts));
+    } while (advanceRowMajor(m, maps));
+  } while (advanceRowMajor(j, counts));
   return t;
 }
 
@@ -105,9 +96,9 @@ WindowTables windowTables(const ir::Bundle &bundle) {
     std::fill(cell.begin(), cell.end(), 0);
     do
       t.window.push_back(sourceNode(g, j, cell));
-    while (advance(cell, kernel));
+    while (advanceRowMajor(cell, kernel));
     t.centre.push_back(sourceNode(g, j, centreCell));
-  } while (advance(j, counts));
+  } while (advanceRowMajor(j, counts));
   return t;
 }
 
@@ -122,9 +113,9 @@ SparseTables sparseTables(const ir::Bundle &bundle, const ir::Layer &source, con
       if (bundle.predicate->evaluate(s, d).value)
         t.column.push_back(sourceIndex);
       ++sourceIndex;
-    } while (advance(s, source.shape));
+    } while (advanceRowMajor(s, source.shape));
     t.rowStart.push_back(static_cast<int32_t>(t.column.size()));
-  } while (advance(d, destination.shape));
+  } while (advanceRowMajor(d, destination.shape));
   // Transpose: count per source, prefix sums, then place edges in order.
   t.colStart.assign(static_cast<size_t>(source.nodes + 1), 0);
   for (int32_t c : t.column)

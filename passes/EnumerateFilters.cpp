@@ -6,6 +6,7 @@
 // overflow) is reported at the failing sub-expression with the coordinates.
 #include "passes/Pipeline.h"
 #include "support/CheckedMath.h"
+#include "support/MultiIndex.h"
 
 #include <fmt/format.h>
 
@@ -18,16 +19,6 @@ std::string coordinates(const std::vector<int64_t> &c) {
   for (size_t i = 0; i < c.size(); ++i)
     out += (i ? ", " : "") + std::to_string(c[i]);
   return out + "]";
-}
-
-/// Advances a row-major coordinate; false after the last one.
-bool advance(std::vector<int64_t> &coordinate, const std::vector<int64_t> &shape) {
-  for (size_t d = coordinate.size(); d-- > 0;) {
-    if (++coordinate[d] < shape[d])
-      return true;
-    coordinate[d] = 0;
-  }
-  return false;
 }
 
 } // namespace
@@ -68,8 +59,8 @@ void enumerateFilters(ir::Network &net, const CompileOptions &options, Diagnosti
             break;
           }
           edges += r.value ? 1 : 0;
-        } while (advance(s, src.shape));
-      } while (!failed && advance(d, layer.shape));
+        } while (advanceRowMajor(s, src.shape));
+      } while (!failed && advanceRowMajor(d, layer.shape));
       if (failed) {
         bundle.valid = false;
         continue;

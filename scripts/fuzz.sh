@@ -35,7 +35,7 @@ fi
 cmake -S . -B "$dir" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DNETC_FUZZ=ON -DNETC_SANITIZE=address,undefined \
+  -DNETC_FUZZ=ON -DNETC_SANITIZE=address,undefined -DNETC_WITH_CUDA=OFF \
   -DNETC_BUILD_TESTS=ON -DNETC_BUILD_BENCH=OFF >/dev/null
 ninja -C "$dir" netc_fuzz_check netc_fuzz_lsp
 

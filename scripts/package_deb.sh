@@ -16,8 +16,10 @@ type=${NETC_PACKAGE_BUILD_TYPE:-}
 if [[ -z $type && -f $dir/CMakeCache.txt ]]; then
   type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$dir/CMakeCache.txt")
 fi
+# With CUDA, the GPU test binary too (never packaged): scripts/gpu_check.sh
+# bundles it with netc from this tree.
 NETC_BUILD_TYPE=${type:-Release} scripts/build.sh "$dir" -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF \
-  -DNETC_SANITIZE= -DCMAKE_INSTALL_PREFIX=/usr >&2
+  -DNETC_BUILD_GPU_TESTS=ON -DNETC_SANITIZE= -DCMAKE_INSTALL_PREFIX=/usr >&2
 rm -f "$dir"/netc_*.deb "$dir"/netc-mpi_*.deb
 (cd "$dir" && cpack -G DEB >&2)
 ls "$dir"/netc_*.deb

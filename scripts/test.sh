@@ -2,10 +2,14 @@
 # test.sh -- the README's test command: installs what is missing, builds
 # netc with AddressSanitizer + UndefinedBehaviorSanitizer, runs the whole
 # test suite (unit, golden, mutation, embedding example, C API, install and
-# Debian package) with CTest, after a bounded libFuzzer run (scripts/fuzz.sh).
+# Debian package, the GPU bundle; the GPU tests skip without a GPU) with
+# CTest, after a bounded libFuzzer run (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# CUDA code (where nvcc is found) for sm_90 only in every tree built here, to
+# keep CI short; the release build compiles sm_80 and sm_90 (cmake/NetcCuda.cmake).
+export CUDAARCHS=${CUDAARCHS:-90}
 NETC_BUILD_TYPE=RelWithDebInfo scripts/build.sh build-test -DNETC_SANITIZE=address,undefined -DNETC_BUILD_BENCH=OFF
 # The Debian package must come from a build without sanitizers: built here
 # (libraries and the CLI only, unoptimised: about 3 CPU-minutes instead of 8),

@@ -1,5 +1,6 @@
 // SourceFiles.h -- what every test executable that reads the source tree
-// shares: paths under NETC_SOURCE_DIR (set by CMake), whole-file reads, and
+// shares: paths under NETC_SOURCE_DIR (set by CMake, or given at run time),
+// whole-file reads, and
 // the examples/*.net corpus as GoogleTest parameters.
 #pragma once
 
@@ -16,9 +17,18 @@
 
 namespace netc::testfiles {
 
+/// Where the source tree is when not where CMake found it (a test binary
+/// moved to another machine, e.g. in scripts/gpu_check.sh's bundle, which
+/// passes --source-dir); empty: NETC_SOURCE_DIR.
+inline std::string &sourceRootOverride() {
+  static std::string root;
+  return root;
+}
+
 /// The path of a file in the source tree.
 inline std::string sourcePath(std::string_view relative) {
-  return std::string(NETC_SOURCE_DIR) + "/" + std::string(relative);
+  const std::string &root = sourceRootOverride();
+  return (root.empty() ? std::string(NETC_SOURCE_DIR) : root) + "/" + std::string(relative);
 }
 
 /// The whole text of a file; fails the test if it cannot be read.

@@ -6,7 +6,8 @@ ir do not include the front end or passes; the public headers in
 include/netc include nothing of netc's internals; api/ reaches the backends
 only through runtime/core (api/Backends.cpp, which registers the built-in
 ones, excepted); runtime/core (the Backend interface) does not include the
-optimizers; runtime/comm (the Communicator) knows nothing of plans, backends
+optimizers; runtime/cuda does not include the CPU backend; runtime/comm
+(the Communicator) knows nothing of plans, backends
 or training, and its MPI plugin is reached only through its loader. Exits 1
 listing offenders.
 
@@ -39,6 +40,8 @@ FORBIDDEN = {
                      "runtime/optim/", "runtime/train/"],
     # The Backend interface knows plans, not the optimizers' host code.
     "runtime/core": ["runtime/optim/"],
+    # The CUDA backend shares the element math of runtime/core, never the CPU backend's code.
+    "runtime/cuda": ["runtime/cpu/"],
 }
 # file -> the prefixes it may include although its folder must not.
 EXCEPTIONS = {
@@ -55,7 +58,7 @@ for folder, banned in FORBIDDEN.items():
     if not base.is_dir():
         continue
     for path in sorted(base.rglob("*")):
-        if path.suffix not in {".h", ".hpp", ".cpp", ".cc", ".def"}:
+        if path.suffix not in {".h", ".hpp", ".cpp", ".cc", ".def", ".cu", ".cuh"}:
             continue
         rel = path.relative_to(ROOT).as_posix()
         for header in INCLUDE.findall(path.read_text(errors="replace")):

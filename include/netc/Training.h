@@ -191,11 +191,22 @@ struct TrainSettings {
   std::vector<std::string> initSkip;
   Task task = Task::Unspecified; ///< default: from the labels
   int64_t hiddenNodes = 100;
-  std::string backend = "cpu";
+  /// The kernels on the device (`--backend`): "cpu" or "cpu-reference" on
+  /// the CPU, "cuda" on a GPU; empty: the device's own.
+  std::string backend;
   /// The backend's variant: for "cpu" the fast kernels' instruction set
   /// ("avx512", "avx2", "baseline"); empty: the best the machine supports.
   /// `netc` fills it from --cpu-isa or $NETC_CPU_ISA.
   std::string cpuIsa;
+  /// Where to compute (`--device`): "auto" (a GPU when one is usable, else
+  /// the CPU; the run header says which and why), "cpu", "cuda" or "cuda:N".
+  std::string device = "auto";
+  /// `--cuda-debug`: on a GPU, wait for each op and check it, so an error
+  /// names the op and its layer. Slow.
+  bool cudaDebug = false;
+  /// `--precision`: "fp32" (FP32 means FP32) or "tf32" (GPU tensor cores
+  /// with TF32 inputs for matrix products and convolutions).
+  std::string precision = "fp32";
   /// Most bytes the planned memory (parameters, index tables, optimizer
   /// state, activations at the batch) may take; 0: the machine's memory.
   uint64_t maxMemory = 0;
@@ -300,10 +311,13 @@ void removeTrainingTemporaries() noexcept;
 
 struct ModelOptions {
   int threads = 0;
-  int64_t batch = 128; ///< samples per forward pass
-  std::string backend = "cpu";
-  std::string cpuIsa;     ///< as TrainSettings::cpuIsa
-  uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
+  int64_t batch = 128;            ///< samples per forward pass
+  std::string backend;            ///< as TrainSettings::backend
+  std::string cpuIsa;             ///< as TrainSettings::cpuIsa
+  uint64_t maxMemory = 0;         ///< as TrainSettings::maxMemory
+  std::string device = "auto";    ///< as TrainSettings::device
+  bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
+  std::string precision = "fp32"; ///< as TrainSettings::precision
 };
 
 struct ModelResult;
@@ -346,10 +360,13 @@ struct BenchSettings {
   int threads = 0;
   int64_t warmup = 3, iterations = 20, repeats = 5;
   std::optional<int64_t> inputSize;
-  std::string backend = "cpu";
-  std::string cpuIsa;     ///< as TrainSettings::cpuIsa
-  bool profile = false;   ///< also time each op of the training plan (BenchResult::profile)
-  uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
+  std::string backend;            ///< as TrainSettings::backend
+  std::string cpuIsa;             ///< as TrainSettings::cpuIsa
+  std::string device = "auto";    ///< as TrainSettings::device
+  bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
+  std::string precision = "fp32"; ///< as TrainSettings::precision
+  bool profile = false;           ///< also time each op of the training plan (BenchResult::profile)
+  uint64_t maxMemory = 0;         ///< as TrainSettings::maxMemory
   /// As one rank of a data-parallel job (every rank calls bench): each runs
   /// the data-parallel training step on its batch, and the figures are the job's.
   Launch launch;
@@ -375,6 +392,12 @@ struct BenchResult {
   double trainBytesPerBatch = 0, inferBytesPerBatch = 0;
   std::vector<OpProfile> profile; ///< in plan order; empty unless settings.profile
   int rank = 0, ranks = 1;        ///< the job (figures are of all its ranks)
+  std::string backend;            ///< the backend that ran ("cpu", "cuda", ...)
+  std::string device;             ///< what it ran on ("host (avx2)", "NVIDIA H100 ... (cuda:0, ...)")
+  std::string deviceNote;         ///< why --device auto chose it (empty for an explicit --device)
+  /// On a GPU: kernels and library calls per training step, and the device
+  /// memory the training plan holds (0 on the CPU).
+  int64_t launchesPerStep = 0, deviceBytes = 0;
 };
 
 /// Training and inference throughput of the compiled plan on random data.

@@ -34,6 +34,12 @@ struct BackendOptions {
   /// set ("avx512", "avx2", "baseline"; empty: the best this processor
   /// supports). Read at the edge (the CLI's NETC_CPU_ISA), never here.
   std::string variant;
+  /// Check each op as it runs (`--cuda-debug`): a device backend waits for
+  /// every op and names the op and layer of the first that fails. Slow.
+  bool checkEachOp = false;
+  /// Let float math use reduced-precision units where a library offers them
+  /// (`--precision tf32`: TF32 tensor cores); off, FP32 means FP32.
+  bool allowTf32 = false;
 };
 
 /// What a backend says about itself (the run header, the defaults it picks).
@@ -42,6 +48,10 @@ struct BackendInfo {
   int threads = 1;             // host threads it runs
   std::string device;          // "AMD EPYC (avx2)", "NVIDIA H100", ...
   int64_t defaultLogEvery = 1; // steps between reads of the loss sums (--log-every)
+  /// Device backends: the kernels and library calls the last run issued
+  /// (a library call counted once), and the device memory the plan holds.
+  int64_t launchesLastRun = 0;
+  int64_t deviceBytes = 0;
 };
 
 class Backend {
@@ -72,9 +82,10 @@ public:
   /// outlive every run.
   virtual void attach(comm::Communicator *communicator) = 0;
   /// Runs ops [first, last) of the loaded plan on a batch of `batch` samples
-  /// read from input slot `inputSlot`. Fails only in a communication op
-  /// (its communicator's error: a rank that did not answer, ...); the ops
-  /// after it are not run.
+  /// read from input slot `inputSlot`. Fails in a communication op (its
+  /// communicator's error: a rank that did not answer, ...) or, on a device,
+  /// when the device reports an error (that op's, or one kept from an earlier
+  /// call that could not return it); the ops after it are not run.
   virtual Status run(size_t first, size_t last, int64_t batch, int inputSlot = 0) = 0;
   /// Waits for everything issued so far.
   virtual void synchronize() = 0;

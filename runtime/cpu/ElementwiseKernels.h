@@ -3,7 +3,7 @@
 // (float, feature-major) and reference (double, sample-major) kernel tables.
 #pragma once
 
-#include "runtime/cpu/Activation.h"
+#include "runtime/core/ActivationMath.h"
 #include "runtime/cpu/Kernels.h"
 #ifdef NETC_FAST_NAMESPACE
 #include "runtime/cpu/LaneVector.h"

@@ -9,6 +9,7 @@
 // shared inputs, split the batch between threads instead.
 #pragma once
 
+#include "runtime/core/WindowMath.h"
 #include "runtime/cpu/Kernels.h"
 #ifdef NETC_FAST_NAMESPACE
 #include "runtime/cpu/LaneVector.h"
@@ -25,18 +26,6 @@ namespace netc::runtime::cpu {
 // for its instruction set (runtime/cpu/CMakeLists.txt), so no copy built for
 // one set is linked into another's code.
 namespace {
-
-/// The source node of the first maximal real cell of window `w`, where
-/// value(node) reads sample b's node, or -1 when every cell is a dummy.
-/// Forward and backward both use it, so the gradient goes to the cell the
-/// forward pass chose.
-template <class Value> int32_t firstMaxCell(Value value, const int32_t *w, int64_t window) {
-  int32_t arg = -1;
-  for (int64_t k = 0; k < window; ++k)
-    if (w[k] >= 0 && (arg < 0 || value(w[k]) > value(arg)))
-      arg = w[k];
-  return arg;
-}
 
 /// Runs body(b0, b1) on the threads, each with its own range of samples (for
 /// backward kernels that add into inputs shared by several outputs).
@@ -168,14 +157,6 @@ template <class T> void maxPoolGrad(const KernelCall &c) {
   });
 }
 
-/// The number of real (non-dummy) cells of window w.
-inline int64_t realCells(const int32_t *w, int64_t window) {
-  int64_t real = 0;
-  for (int64_t k = 0; k < window; ++k)
-    real += w[k] >= 0 ? 1 : 0;
-  return real;
-}
-
 template <class T> void meanPool(const KernelCall &c) {
   const auto &a = c.op.get<plan::WindowAttrs>();
   const float *x = c.in(0);
@@ -219,21 +200,6 @@ template <class T> void meanPoolGrad(const KernelCall &c) {
   });
 }
 
-/// The normalizer S = Offset + (Alpha / n) Σ x_z² of one output, where
-/// value(node) reads the sample's node.
-template <class T, class Value>
-T responseNormScale(const plan::WindowAttrs &a, Value value, const int32_t *w) {
-  T sum = 0;
-  for (int64_t k = 0; k < a.window; ++k)
-    if (w[k] >= 0) {
-      const T v = value(w[k]);
-      sum += v * v;
-    }
-  const int64_t real = realCells(w, a.window);
-  const T n = a.averageOverFullKernel ? T(a.window) : T(real > 0 ? real : 1);
-  return T(a.offset) + T(a.alpha) / n * sum;
-}
-
 template <class T> void responseNorm(const KernelCall &c) {
   const auto &a = c.op.get<plan::WindowAttrs>();
   const float *x = c.in(0);
@@ -245,8 +211,8 @@ template <class T> void responseNorm(const KernelCall &c) {
       auto value = [&](int32_t node) { return x[c.at(b, node, a.inputs)]; };
       T result = 0;
       if (centre[o] >= 0)
-        result =
-            T(value(centre[o])) * std::pow(responseNormScale<T>(a, value, window + o * a.window), -T(a.beta));
+        result = T(value(centre[o])) *
+                 std::pow(responseNormScale<T>(normConstants(a), value, window + o * a.window), -T(a.beta));
       float &out = y[c.at(b, o, a.outputs)];
       out = static_cast<float>(c.op.accumulate ? out + result : result);
     }
@@ -263,12 +229,11 @@ template <class T> void responseNormGrad(const KernelCall &c) {
       if (centre[o] < 0)
         continue;
       const int32_t *w = window + o * a.window;
-      const int64_t real = realCells(w, a.window);
-      const T n = a.averageOverFullKernel ? T(a.window) : T(real > 0 ? real : 1);
+      const T n = normCells<T>(normConstants(a), realCells(w, a.window));
       for (int64_t b = b0; b < b1; ++b) {
         auto value = [&](int32_t node) { return x[c.at(b, node, a.inputs)]; };
         auto grad = [&](int32_t node) -> float & { return dx[c.at(b, node, a.inputs)]; };
-        const T s = responseNormScale<T>(a, value, w);
+        const T s = responseNormScale<T>(normConstants(a), value, w);
         const T g = dy[c.at(b, o, a.outputs)], xc = value(centre[o]);
         grad(centre[o]) = static_cast<float>(T(grad(centre[o])) + g * std::pow(s, -T(a.beta)));
         const T coefficient = g * xc * -T(a.beta) * std::pow(s, -T(a.beta) - 1) * T(a.alpha) / n * 2;

@@ -9,15 +9,10 @@
 #pragma once
 
 #include "codegen/UpdateRule.h"
+#include "runtime/core/HostDevice.h"
 
 #include <cmath>
 #include <cstdint>
-
-#if defined(__CUDACC__)
-#define NETC_HOST_DEVICE __host__ __device__
-#else
-#define NETC_HOST_DEVICE
-#endif
 
 namespace netc::optim {
 

@@ -37,18 +37,6 @@ namespace {
 
 using plan::OpKind;
 
-std::vector<NetCase> parityCases() {
-  std::vector<NetCase> cases = fixedNetworks();
-  for (uint32_t seed = 1; seed <= 24; ++seed)
-    cases.push_back(randomGeometryNetwork(seed));
-  // Gradient accumulation: the zeroing op and every gradient op adding.
-  NetCase accumulating = cases.front();
-  accumulating.name += "_accumulate";
-  accumulating.accumulate = true;
-  cases.push_back(accumulating);
-  return cases;
-}
-
 std::string caseName(const ::testing::TestParamInfo<NetCase> &info) {
   return info.param.name;
 }

@@ -337,4 +337,19 @@ inline NetCase randomGeometryNetwork(uint32_t seed) {
   return {fmt::format("random_{}", seed), text, {}};
 }
 
+/// The networks of the parity tests (CPU fast kernels, the CUDA dispatch on
+/// the host, the cuDNN descriptions): every fixed network, `randomCount`
+/// random geometries, and the first fixed network planned for gradient
+/// accumulation (the zeroing op, every gradient op adding).
+inline std::vector<NetCase> parityCases(uint32_t randomCount = 24) {
+  std::vector<NetCase> cases = fixedNetworks();
+  for (uint32_t seed = 1; seed <= randomCount; ++seed)
+    cases.push_back(randomGeometryNetwork(seed));
+  NetCase accumulating = cases.front();
+  accumulating.name += "_accumulate";
+  accumulating.accumulate = true;
+  cases.push_back(accumulating);
+  return cases;
+}
+
 } // namespace netc::numeric

@@ -68,7 +68,10 @@ int runBench(BenchArgs &args) {
                         {"params", r.params},
                         {"train_bytes_per_batch", r.trainBytesPerBatch},
                         {"infer_bytes_per_batch", r.inferBytesPerBatch},
-                        {"backend", args.settings.backend},
+                        {"backend", r.backend},
+                        {"device", r.device},
+                        {"launches_per_step", r.launchesPerStep},
+                        {"device_bytes", r.deviceBytes},
                         {"ranks", r.ranks}};
     if (args.settings.profile) {
       nlohmann::json ops = nlohmann::json::array();
@@ -82,17 +85,19 @@ int runBench(BenchArgs &args) {
   }
   if (args.format == "text")
     printProfile(r);
-  std::printf(
-      "%s",
-      fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"
-                  "training   {:>10.0f} images/s (median of {})\n"
-                  "inference  {:>10.0f} images/s (median of {})\n"
-                  "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n",
-                  args.file, r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
-                  r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks) : std::string(),
-                  r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
-                  r.inferRuns.size(), r.trainBytesPerBatch / (1 << 20), r.inferBytesPerBatch / (1 << 20))
-          .c_str());
+  std::printf("%s", fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"
+                                "training   {:>10.0f} images/s (median of {})\n"
+                                "inference  {:>10.0f} images/s (median of {})\n"
+                                "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n"
+                                "device     {}: {}{}\n",
+                                args.file, r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
+                                r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks)
+                                            : std::string(),
+                                r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
+                                r.inferRuns.size(), r.trainBytesPerBatch / (1 << 20),
+                                r.inferBytesPerBatch / (1 << 20), r.backend, r.device,
+                                r.deviceNote.empty() ? std::string() : fmt::format(" ({})", r.deviceNote))
+                        .c_str());
   return kSuccess;
 }
 
@@ -115,7 +120,7 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   addIntegerOption(*cmd, "--repeats", s.repeats, int64_t{1}, kMaxInt64, "Repeats (the median is reported)");
   addIntegerOption(*cmd, "--input-size", s.inputSize, int64_t{1}, kMaxInt64,
                    "Features per sample for an 'auto' input that nothing sizes");
-  cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
+  addDeviceOptions(*cmd, s);
   addRanksOption(*cmd, args->ranks);
   cmd->add_option("--comm-timeout", s.commTimeout,
                   "Seconds any rank waits for the others before naming the rank that did not answer")

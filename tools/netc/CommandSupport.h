@@ -96,6 +96,28 @@ CLI::Option *addThreadsOption(CLI::App &app, int &threads);
 /// processor supports.
 CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa);
 
+/// Where a command computes: --device auto|cpu|cuda[:N], --backend (the
+/// kernels on that device; default: the device's own), --precision fp32|tf32
+/// and --cuda-debug, into the fields of the same names (TrainSettings,
+/// ModelOptions, BenchSettings).
+template <class Settings> void addDeviceOptions(CLI::App &app, Settings &s) {
+  app.add_option("--device", s.device,
+                 "Where to compute: auto (a GPU when one is usable, else the CPU; the header says which), "
+                 "cpu, cuda or cuda:N")
+      ->type_name("DEVICE")
+      ->capture_default_str();
+  app.add_option("--backend", s.backend,
+                 "The kernels on the device: cpu or cpu-reference (naive, double precision) on the CPU, cuda "
+                 "on a GPU (default: the device's own)")
+      ->type_name("NAME");
+  app.add_option("--precision", s.precision,
+                 "fp32, or tf32 to let a GPU's tensor cores round the inputs of matrix products to TF32")
+      ->check(CLI::IsMember({"fp32", "tf32"}))
+      ->capture_default_str();
+  app.add_flag("--cuda-debug", s.cudaDebug,
+               "On a GPU, wait for and check every op, so an error names the op and its layer (slow)");
+}
+
 /// A path option that refuses an empty value (`--out ''`), which would
 /// otherwise silently mean the default; `meaning` says what to give instead.
 CLI::Option *addPathOption(CLI::App &app, const std::string &name, std::string &field,

@@ -172,6 +172,7 @@ void addPredictCommand(CLI::App &app, int &exitCode) {
   addThreadsOption(*cmd, args->model.threads);
   addMaxMemoryOption(*cmd, args->model.maxMemory);
   addCpuIsaOption(*cmd, args->model.cpuIsa);
+  addDeviceOptions(*cmd, args->model);
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

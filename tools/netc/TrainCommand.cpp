@@ -393,7 +393,7 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                   "With --init-from: layers whose weights and biases start fresh instead (e.g. a new output "
                   "layer); several names, or a comma-separated list")
       ->delimiter(',');
-  cmd->add_option("--backend", s.backend, "Execution backend")->capture_default_str();
+  addDeviceOptions(*cmd, s);
   addCpuIsaOption(*cmd, s.cpuIsa);
   addIntegerOption(*cmd, "--log-every", args->logEvery, int64_t{1}, kMaxInt64,
                    "Read the loss and accuracy from the backend, report progress and check for divergence "

@@ -1,0 +1,58 @@
+// CudaLauncher.h -- runs the CUDA backend's op dispatch (OpRunner.h) on a GPU:
+// bodies as CUDA kernels on one stream, GEMMs through cuBLAS (loaded on
+// demand, Cublas.h), zeroing with cudaMemsetAsync, the metrics reduction as
+// one block. Declared here for host C++; the kernels and the instantiation of
+// the dispatch live in DeviceKernels.cu, the only file nvcc compiles.
+// Nothing here synchronises: a launch's own error (a bad configuration, no
+// kernel image for this GPU) is kept as the launcher's status, and errors of
+// the kernels themselves surface at the caller's next synchronisation (per
+// op under --cuda-debug).
+#pragma once
+
+#include "codegen/Plan.h"
+#include "runtime/cuda/GemmCall.h"
+#include "runtime/cuda/LossBodies.h"
+#include "support/Status.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace netc::runtime::cuda {
+
+struct OpResources;
+class Cublas;
+
+struct CudaLauncher {
+  cudaStream_t stream = nullptr;
+  const Cublas *cublas = nullptr; // with its handle bound to `stream`
+  /// The first launch or library call that failed, in words (ok: none);
+  /// once set, later calls do nothing.
+  Status status;
+  /// Kernels and library calls issued (a library call counted once).
+  int64_t launches = 0;
+  /// Keeps `failure` as the status.
+  void record(Status failure);
+
+  template <class Body> void elements(const Body &body, int64_t n);
+  void gemm(const GemmCall &call);
+  void zero(float *data, int64_t n);
+  void reduceMetrics(const MetricsReduceBody &body);
+};
+
+/// Threads per block of the element kernels.
+inline constexpr int kElementThreads = 256;
+/// The grid of an element kernel over n elements: one thread per element up
+/// to `maxBlocks` blocks, beyond which each thread strides over several.
+inline int64_t elementBlocks(int64_t n, int64_t maxBlocks = 65535 * 16) {
+  const int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
+  return blocks < maxBlocks ? blocks : maxBlocks;
+}
+
+/// runOp (OpRunner.h) on the GPU.
+void runOpOnDevice(const plan::Op &op, const OpResources &resources, CudaLauncher &launch);
+/// runBiasActivation (OpRunner.h) on the GPU.
+void runBiasActivationOnDevice(const plan::Op &bias, const plan::Op &activate, const OpResources &resources,
+                               CudaLauncher &launch);
+
+} // namespace netc::runtime::cuda

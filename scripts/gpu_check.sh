@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# gpu_check.sh -- everything netc checks on a GPU, in one command, so the day
+# a GPU machine is lent it all runs the same way (docs/gpu.md, ../GPU.md).
+#
+#   scripts/gpu_check.sh bundle [BUILD_DIR [OUT]]
+#     Here (the CUDA toolkit, no GPU needed). Builds netc and the GPU test
+#     binary in BUILD_DIR (default build-gpu: Release, sm_90 only, tests and
+#     benchmarks off but the GPU tests on) -- or, if BUILD_DIR is a configured
+#     tree already holding both binaries, uses them as they are -- and gathers
+#     OUT (default BUILD_DIR/gpu-bundle, and OUT.tar.xz): the two binaries,
+#     every shared library they need but glibc's (ldd), the examples and test
+#     data they read, bench/compare_gpu.py and this script. Fails when a
+#     library cannot be found, when MPI or LLVM would be bundled (the GPU
+#     machine has neither; netc opens its MPI plugin only for --ranks), or
+#     when the archive exceeds NETC_BUNDLE_MAX_MB (default 32). With
+#     NETC_BUNDLE_NO_BUILD set it builds nothing and exits 77 when the
+#     binaries are missing (the CTest test gpu_bundle, on the package tree).
+#
+#   scripts/gpu_check.sh run [BUNDLE [OUT]]
+#     On the GPU machine, from an unpacked bundle (default: the folder this
+#     script is in). Puts the cuDNN/cuBLAS/NCCL wheels of the machine's Python
+#     on LD_LIBRARY_PATH, then writes into OUT (default $OUT, else
+#     BUNDLE/results): nvidia-smi.txt; versions.txt (driver, runtime, cuBLAS
+#     and cuDNN as loaded); gpu-tests.log (every GPU test); memcheck.log and
+#     racecheck.log (compute-sanitizer over a subset of them); bench.log and
+#     bench.json (bench/compare_gpu.py: netc against PyTorch eager); and
+#     summary.json with each step's status and the benchmark figures. Logs
+#     are cut to their last 200 lines.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mode=${1:-}
+shift || true
+
+tail_log() { # FILE: keep the last 200 lines
+  local f=$1
+  if [[ -f $f && $(wc -l <"$f") -gt 200 ]]; then
+    tail -n 200 "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+  fi
+}
+
+bundle() {
+  cd "$here/.."
+  local dir=${1:-build-gpu}
+  local out=${2:-$dir/gpu-bundle}
+  local limit=${NETC_BUNDLE_MAX_MB:-32}
+  if [[ ! -x $dir/tools/netc/netc || ! -x $dir/tests/gpu/netc_gpu_tests ]]; then
+    if [[ -n ${NETC_BUNDLE_NO_BUILD:-} ]]; then
+      echo "SKIP: $dir holds no netc and GPU test binary to bundle (NETC_BUNDLE_NO_BUILD is set)"
+      exit 77
+    fi
+    echo "gpu_check.sh: building netc and the GPU tests for sm_90 in $dir" >&2
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNETC_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF -DNETC_BUILD_GPU_TESTS=ON -DNETC_SANITIZE= >/dev/null
+    ninja -C "$dir" netc netc_gpu_tests >&2
+  fi
+  local bins=("$dir/tools/netc/netc" "$dir/tests/gpu/netc_gpu_tests")
+  rm -rf "$out" "$out.tar.xz"
+  mkdir -p "$out/bin" "$out/lib" "$out/scripts" "$out/bench" "$out/tests/fixtures"
+  cp "${bins[@]}" "$out/bin/"
+  local missing=0 lib
+  while read -r name path; do
+    case $name in
+    linux-vdso* | ld-linux* | libc.so* | libm.so* | libmvec.so* | libpthread.so* | libdl.so* | librt.so*) continue ;;
+    esac
+    if [[ $path == "not" || -z $path ]]; then
+      echo "gpu_check.sh: $name is needed but not found" >&2
+      missing=1
+      continue
+    fi
+    case $name in
+    libmpi* | libopen-* | libLLVM* | libcuda.so* | libcudart.so* | libcublas* | libcudnn* | libnccl*)
+      echo "gpu_check.sh: $name would be bundled; the binaries must not link it" >&2
+      missing=1
+      continue
+      ;;
+    esac
+    cp -L "$path" "$out/lib/$name"
+  done < <(ldd "${bins[@]}" | awk '/=>/ {print $1, $3}' | sort -u)
+  ((missing == 0)) || exit 1
+  # The bundle's binaries find their libraries next to them.
+  for lib in "$out"/lib/*; do strip --strip-unneeded "$lib" 2>/dev/null || true; done
+  cp -r examples "$out/examples"
+  cp -r tests/fixtures/mnist-slice "$out/tests/fixtures/"
+  cp bench/compare_gpu.py bench/torch_reference.py bench/torch_threads.py "$out/bench/"
+  cp scripts/gpu_check.sh "$out/scripts/"
+  # Every library the binaries need resolves inside the bundle.
+  if LD_LIBRARY_PATH="$out/lib" ldd "$out"/bin/* | grep -q 'not found'; then
+    echo "gpu_check.sh: the bundle's ldd closure is incomplete:" >&2
+    LD_LIBRARY_PATH="$out/lib" ldd "$out"/bin/* | grep 'not found' >&2
+    exit 1
+  fi
+  tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+  local size_mb
+  size_mb=$(($(stat -c %s "$out.tar.xz") / 1048576))
+  echo "gpu_check.sh: bundle $out ($(du -sm "$out" | cut -f1) MiB; $out.tar.xz $size_mb MiB):"
+  ls "$out/lib" | sed 's/^/  lib\//'
+  if ((size_mb > limit)); then
+    echo "gpu_check.sh: $out.tar.xz is $size_mb MiB, over NETC_BUNDLE_MAX_MB=$limit" >&2
+    exit 1
+  fi
+}
+
+run_checks() {
+  local root=${1:-$(cd "$here/.." && pwd)}
+  local out=${2:-${OUT:-$root/results}}
+  mkdir -p "$out"
+  cd "$root"
+  local wheels
+  wheels=$(python3 - <<'PY' 2>/dev/null || true
+import glob, os
+try:
+    import nvidia
+    base = os.path.dirname(nvidia.__path__[0])
+    print(":".join(sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")))))
+except Exception:
+    pass
+PY
+  )
+  export LD_LIBRARY_PATH="$root/lib${wheels:+:$wheels}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  declare -A status
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 && status[nvidia_smi]=ok || status[nvidia_smi]=failed
+  {
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1 || true
+    bin/netc bench examples/mnist.net --device cuda --batch 128 --iterations 1 --repeats 1 --warmup 0 2>&1 | grep -E '^device|error' || true
+  } >"$out/versions.txt"
+  bin/netc_gpu_tests --source-dir="$root" >"$out/gpu-tests.log" 2>&1 && status[gpu_tests]=ok ||
+    status[gpu_tests]=failed
+  tail_log "$out/gpu-tests.log"
+  local sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*'
+  for tool in memcheck racecheck; do
+    if [[ -x $sanitizer ]]; then
+      "$sanitizer" --tool "$tool" --error-exitcode 99 bin/netc_gpu_tests --source-dir="$root" --gtest_filter="$subset" \
+        >"$out/$tool.log" 2>&1 && status[$tool]=ok || status[$tool]=failed
+    else
+      echo "compute-sanitizer not found" >"$out/$tool.log"
+      status[$tool]=missing
+    fi
+    tail_log "$out/$tool.log"
+  done
+  python3 bench/compare_gpu.py --netc bin/netc --json "$out/bench.json" >"$out/bench.log" 2>&1 &&
+    status[bench]=ok || status[bench]=failed
+  tail_log "$out/bench.log"
+  python3 - "$out" "${status[nvidia_smi]}" "${status[gpu_tests]}" "${status[memcheck]}" "${status[racecheck]}" \
+    "${status[bench]}" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "bench"], sys.argv[2:]))
+summary = {"steps": steps}
+try:
+    summary["bench"] = json.load(open(os.path.join(out, "bench.json")))
+except Exception as error:
+    summary["bench"] = {"error": str(error)}
+try:
+    summary["gpu"] = open(os.path.join(out, "nvidia-smi.txt")).read().splitlines()[:12]
+except Exception:
+    pass
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+print(json.dumps(steps))
+PY
+  [[ ${status[gpu_tests]} == ok ]]
+}
+
+case $mode in
+bundle) bundle "$@" ;;
+run) run_checks "$@" ;;
+*)
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,186 @@
+// CudaBackendTest.cpp -- the checks that need a GPU (issue "CUDA backend"):
+// every op of the test corpus run by the CUDA backend against the reference
+// kernels, op by op from the same state (what DeviceKernelParityTest.cpp
+// checks on the host with the same bodies, here on the device with cuBLAS);
+// a few whole training steps of the seed network and of the pooling,
+// response-norm and `where` examples on the GPU and on the CPU's fast
+// kernels from the same start, with the same losses within 1e-3 relative;
+// and checkpoints written on one device and read on the other. Without a
+// usable GPU the binary prints why and exits 77, which CTest reports as a
+// skip (tests/gpu/CMakeLists.txt); scripts/gpu_check.sh runs it on a GPU
+// machine, under compute-sanitizer too. --backend-under-test=cpu runs the
+// same tests against the CPU backend: a dry run of their own logic.
+#include "../numeric/PlanHarness.h"
+#include "../numeric/TestNetworks.h"
+
+#include "api/Backends.h"
+#include "runtime/train/ModelState.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+namespace netc::numeric {
+namespace {
+
+/// The backend these tests check: "cuda", or with --backend-under-test=NAME
+/// another one (a dry run of the tests' own logic on a machine without a GPU).
+std::string &backendUnderTest() {
+  static std::string name = "cuda";
+  return name;
+}
+
+/// A plan loaded on the CUDA backend (cuda:0) with a fixed batch; the same
+/// interface as Machine, through the Backend interface only.
+class GpuMachine {
+public:
+  GpuMachine(const plan::Plan &plan, int64_t batch, bool checkEachOp = true) : plan_(&plan), batch_(batch) {
+    runtime::BackendOptions options;
+    options.checkEachOp = checkEachOp;
+    auto created = runtime::createBackend(backendUnderTest(), options);
+    EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.message());
+    if (!created.ok())
+      return;
+    backend_ = std::move(*created);
+    Status s = backend_->load(plan, batch);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  runtime::Backend &backend() { return *backend_; }
+  std::vector<float> read(int buffer) const {
+    std::vector<float> out(elementsOf(plan_->buffers[static_cast<size_t>(buffer)], batch_));
+    backend_->read(buffer, out);
+    return out;
+  }
+  void restore(const State &state) {
+    for (size_t b = 0; b < plan_->buffers.size(); ++b)
+      if (isFloatData(plan_->buffers[b]) && !state[b].empty())
+        backend_->write(static_cast<int>(b), state[b]);
+  }
+  void run(size_t first, size_t last, float learningRate = 0.1f, int64_t step = 1) {
+    plan::UpdateRule rule;
+    for (const plan::Op &op : plan_->ops)
+      if (op.kind == plan::OpKind::Update)
+        rule = op.get<plan::UpdateAttrs>().rule;
+    backend_->write(plan_->scalars, optim::stepScalars(rule, learningRate, step, batch_, batch_));
+    backend_->write(plan_->metrics, std::vector<float>(plan::kMetricCount, 0.0f));
+    if (Status ran = backend_->run(first, last, batch_); !ran)
+      ADD_FAILURE() << ran.message();
+    backend_->synchronize();
+  }
+
+private:
+  const plan::Plan *plan_;
+  int64_t batch_;
+  std::unique_ptr<runtime::Backend> backend_;
+};
+
+class GpuParity : public ::testing::TestWithParam<NetCase> {};
+
+/// Op by op against the reference: batches 1, 3 and 19.
+TEST_P(GpuParity, EachOpMatchesItsReference) {
+  const NetCase &net = GetParam();
+  Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
+  const plan::Plan &plan = compiled.plan;
+  ASSERT_GT(plan.ops.size(), 0u);
+  for (int64_t batch : {int64_t{1}, int64_t{3}, int64_t{19}}) {
+    SCOPED_TRACE(fmt::format("batch {}", batch));
+    Machine reference(plan, batch, {1, true, {}});
+    GpuMachine gpu(plan, batch);
+    reference.restore(randomState(plan, batch, 1000u + static_cast<uint32_t>(batch)));
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      const State before = reference.snapshot();
+      reference.run(i, i + 1);
+      gpu.restore(before);
+      gpu.run(i, i + 1);
+      for (int out : plan.ops[i].out) {
+        if (isFloatData(plan.buffers[static_cast<size_t>(out)])) {
+          EXPECT_TRUE(valuesClose(describeOp(plan, i), gpu.read(out), reference.read(out)));
+        }
+      }
+      if (plan.ops[i].kind == plan::OpKind::Update) {
+        for (const plan::Parameter &p : plan.parameters) {
+          EXPECT_TRUE(valuesClose(p.name, gpu.read(p.buffer), reference.read(p.buffer)));
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, GpuParity, ::testing::ValuesIn(parityCases(8)),
+                         [](const ::testing::TestParamInfo<NetCase> &info) { return info.param.name; });
+
+/// Several training steps of each example on the GPU (no per-op checks: the
+/// backend as training runs it) and on the CPU's fast kernels, from the same
+/// start: the losses agree within 1e-3 relative at every step.
+TEST(GpuTraining, ExampleStepsMatchTheCpu) {
+  for (std::string example : {"mnist", "pool-norm", "multi-input-filtered", "lenet5"}) {
+    SCOPED_TRACE(example);
+    Compiled c = compileAndPlan(readFile(sourcePath("examples/" + example + ".net")));
+    const plan::Plan &plan = c.plan;
+    ASSERT_GT(plan.ops.size(), 0u);
+    const int64_t batch = 32;
+    const State initial = randomState(plan, batch, 21);
+    Machine cpu(plan, batch, {1, false, {}});
+    GpuMachine gpu(plan, batch, /*checkEachOp=*/false);
+    cpu.restore(initial);
+    gpu.restore(initial);
+    for (int64_t step = 1; step <= 5; ++step) {
+      cpu.run(0, plan.ops.size(), 0.05f, step);
+      gpu.run(0, plan.ops.size(), 0.05f, step);
+      const float lc = cpu.read(plan.metrics)[0], lg = gpu.read(plan.metrics)[0];
+      EXPECT_NEAR(lg, lc, 1e-3 * std::max(1.0f, std::abs(lc))) << "step " << step;
+    }
+  }
+}
+
+/// A checkpoint written from the GPU loads on the CPU with every parameter
+/// bit-identical, and the reverse.
+TEST(GpuCheckpoints, RoundTripBetweenCpuAndGpu) {
+  Compiled c = compileAndPlan(readFile(sourcePath("examples/mnist.net")));
+  const plan::Plan &plan = c.plan;
+  const int64_t batch = 8;
+  const State initial = randomState(plan, batch, 4);
+  GpuMachine gpu(plan, batch);
+  Machine cpu(plan, batch, {1, false, {}});
+  gpu.restore(initial);
+  gpu.run(0, plan.ops.size());
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("netc-gpu-ckpt-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  train::CheckpointInfo info;
+  info.optimizer = "sgd";
+  ASSERT_TRUE(train::saveCheckpoint((dir / "gpu.safetensors").string(), plan, gpu.backend(), info).ok());
+  auto loaded = train::loadCheckpoint((dir / "gpu.safetensors").string(), plan, cpu.backend(), true, "sgd");
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  for (const plan::Parameter &p : plan.parameters)
+    EXPECT_TRUE(bitIdentical(p.name, cpu.read(p.buffer), gpu.read(p.buffer)));
+  cpu.run(0, plan.ops.size());
+  ASSERT_TRUE(train::saveCheckpoint((dir / "cpu.safetensors").string(), plan, cpu.backend(), info).ok());
+  GpuMachine again(plan, batch);
+  auto back = train::loadCheckpoint((dir / "cpu.safetensors").string(), plan, again.backend(), true, "sgd");
+  ASSERT_TRUE(back.ok()) << back.message();
+  for (const plan::Parameter &p : plan.parameters)
+    EXPECT_TRUE(bitIdentical(p.name, again.read(p.buffer), cpu.read(p.buffer)));
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
+} // namespace netc::numeric
+
+int main(int argc, char **argv) {
+  // --source-dir DIR: where examples/ is, for a binary run outside its build (scripts/gpu_check.sh).
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]).starts_with("--source-dir="))
+      netc::testfiles::sourceRootOverride() = std::string(argv[i] + std::strlen("--source-dir="));
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]).starts_with("--backend-under-test="))
+      netc::numeric::backendUnderTest() = std::string(argv[i] + std::strlen("--backend-under-test="));
+  netc::registerBuiltinBackends();
+  if (std::optional<std::string> problem = netc::cudaProblem(0);
+      problem && netc::numeric::backendUnderTest() == "cuda") {
+    std::printf("SKIP: these tests need a usable GPU: %s\n", problem->c_str());
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,97 @@
+// DeviceChoiceTest.cpp -- where a run computes (api/Backends.h): --device
+// auto picks the GPU when the probe finds it usable and the CPU otherwise,
+// with a note saying why; an explicit device is checked against --backend;
+// malformed devices and unusable GPUs are refused with messages that say so.
+// The probe is a stand-in here, so the rules are tested on any machine; and
+// --precision is checked with them (backendSetup).
+#include "api/Backends.h"
+
+#include <gtest/gtest.h>
+
+namespace netc {
+namespace {
+
+std::optional<std::string> gpuOk(int) {
+  return std::nullopt;
+}
+std::optional<std::string> noDriver(int) {
+  return std::string("no NVIDIA driver on this machine");
+}
+/// GPUs 0 and 1 exist.
+std::optional<std::string> twoGpus(int device) {
+  if (device < 2)
+    return std::nullopt;
+  return "there is no GPU cuda:" + std::to_string(device);
+}
+
+TEST(DeviceChoice, AutoTakesAUsableGpuElseTheCpuAndSaysWhy) {
+  auto gpu = chooseDevice("auto", "", 0, gpuOk);
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_EQ(gpu->backend, "cuda");
+  EXPECT_EQ(gpu->device, 0);
+  EXPECT_EQ(gpu->note, "--device auto: cuda:0");
+  auto cpu = chooseDevice("", "", 0, noDriver);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->backend, "cpu");
+  EXPECT_EQ(cpu->note, "--device auto: no usable GPU, no NVIDIA driver on this machine");
+  // Local rank r of a node looks at GPU r.
+  auto rank = chooseDevice("auto", "", 1, twoGpus);
+  ASSERT_TRUE(rank.ok());
+  EXPECT_EQ(rank->device, 1);
+}
+
+TEST(DeviceChoice, ACpuBackendImpliesTheCpuAndCudaImpliesAGpu) {
+  auto reference = chooseDevice("auto", "cpu-reference", 0, gpuOk);
+  ASSERT_TRUE(reference.ok());
+  EXPECT_EQ(reference->backend, "cpu-reference");
+  EXPECT_EQ(reference->note, "");
+  auto cuda = chooseDevice("auto", "cuda", 0, noDriver);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_EQ(cuda.message(), "--device cuda: no NVIDIA driver on this machine");
+}
+
+TEST(DeviceChoice, ExplicitDevicesAndTheirIndex) {
+  auto cpu = chooseDevice("cpu", "", 0, gpuOk);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->backend, "cpu");
+  EXPECT_EQ(cpu->note, "");
+  auto second = chooseDevice("cuda:1", "", 0, twoGpus);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->backend, "cuda");
+  EXPECT_EQ(second->device, 1);
+  // cuda:N on local rank r is GPU N + r.
+  auto beyond = chooseDevice("cuda:1", "", 1, twoGpus);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_EQ(beyond.message(), "--device cuda:1: there is no GPU cuda:2");
+}
+
+TEST(DeviceChoice, MismatchesAndMalformedDevicesAreRefused) {
+  for (std::string_view bad : {"gpu", "cuda:", "cuda:-1", "cuda:1x", "cudax", "CPU", "cuda:99999999999"}) {
+    auto c = chooseDevice(bad, "", 0, gpuOk);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.message(),
+              "--device: '" + std::string(bad) + "' is not cpu, cuda, cuda:N (N a GPU index from 0) or auto");
+  }
+  auto mix = chooseDevice("cpu", "cuda", 0, gpuOk);
+  ASSERT_FALSE(mix.ok());
+  EXPECT_EQ(mix.message(), "--backend cuda does not run on --device cpu (its backends: cpu, cpu-reference)");
+  auto mix2 = chooseDevice("cuda", "cpu", 0, gpuOk);
+  ASSERT_FALSE(mix2.ok());
+  EXPECT_EQ(mix2.message(), "--backend cpu does not run on --device cuda (its backend: cuda)");
+}
+
+TEST(DeviceChoice, SetupChecksThePrecisionAndFillsTheOptions) {
+  auto setup = backendSetup({"cuda", "", "tf32", "avx2", true, 3, 0}, gpuOk);
+  ASSERT_TRUE(setup.ok());
+  EXPECT_EQ(setup->backend, "cuda");
+  EXPECT_TRUE(setup->options.allowTf32);
+  EXPECT_TRUE(setup->options.checkEachOp);
+  EXPECT_EQ(setup->options.threads, 3);
+  EXPECT_EQ(setup->options.variant, "avx2");
+  auto fp16 = backendSetup({"cpu", "", "fp16", "", false, 0, 0}, gpuOk);
+  ASSERT_FALSE(fp16.ok());
+  EXPECT_EQ(fp16.message(), "--precision: 'fp16' is not fp32 or tf32");
+}
+
+} // namespace
+} // namespace netc
