@@ -53,7 +53,14 @@ if(NETC_CUDA)
   endif()
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  # Debian's CMake 3.25.1 FindCUDAToolkit sets a property on CUDA::nvToolsExt
+  # without checking that the target exists when the project requires 3.25,
+  # and CUDA 13 has no nvToolsExt library: the find fails. Ask for it as a
+  # 3.24 project (only this check reads the version), then restore.
+  set(_netc_minimum_version ${CMAKE_MINIMUM_REQUIRED_VERSION})
+  set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
   find_package(CUDAToolkit REQUIRED)
+  set(CMAKE_MINIMUM_REQUIRED_VERSION ${_netc_minimum_version})
   set(NETC_CUDA_WARNINGS -Xcompiler=-Wall,-Wextra)
   if(NETC_WERROR)
     list(APPEND NETC_CUDA_WARNINGS -Werror=all-warnings -Xcompiler=-Werror)
