@@ -68,6 +68,11 @@ template <class Body> void forEachTerm(const CudnnConvolution &c, Body body) {
     }
 }
 
+/// Where cuDNN's output (sample b, item f, channel oc, position q) is in Net#'s layout.
+int64_t outputNode(const CudnnConvolution &c, int64_t b, int64_t f, int64_t oc, int64_t q) {
+  return b * c.outputs + int64_t(c.netChannel[static_cast<size_t>(f * c.outChannels + oc)]) * c.positions + q;
+}
+
 } // namespace
 
 std::optional<CudnnConvolution> describeForCudnn(const plan::ConvAttrs &a, const std::vector<int32_t> &gather,
@@ -186,7 +191,7 @@ std::optional<CudnnConvolution> describeForCudnn(const plan::ConvAttrs &a, const
       same = false;
       return;
     }
-    const int64_t out = int64_t(c.netChannel[static_cast<size_t>(f * c.outChannels + oc)]) * c.positions + q;
+    const int64_t out = outputNode(c, 0, f, oc, q);
     same = gather[static_cast<size_t>((u * a.positions + netPosition) * a.window + k)] == source &&
            scatter[static_cast<size_t>(row * a.positions + netPosition)] == out;
   });
@@ -212,8 +217,7 @@ void convolveOnHost(const CudnnConvolution &c, int64_t batch, const float *x, co
           const double v =
               out[static_cast<size_t>(((b * c.fold + f) * c.outChannels + oc) * c.positions + q)] +
               bias[c.weightRow[static_cast<size_t>(oc)]];
-          float &dst =
-              y[b * c.outputs + c.netChannel[static_cast<size_t>(f * c.outChannels + oc)] * c.positions + q];
+          float &dst = y[outputNode(c, b, f, oc, q)];
           dst = static_cast<float>(accumulate ? dst + v : v);
         }
 }
@@ -225,8 +229,7 @@ void convolveDataGradOnHost(const CudnnConvolution &c, int64_t batch, const floa
     forEachTerm(c, [&](int64_t f, int64_t oc, int64_t q, int64_t k, int64_t source) {
       if (source < 0)
         return;
-      const double g =
-          dy[b * c.outputs + c.netChannel[static_cast<size_t>(f * c.outChannels + oc)] * c.positions + q];
+      const double g = dy[outputNode(c, b, f, oc, q)];
       sum[static_cast<size_t>(b * c.inputs + source)] +=
           g * weights[c.weightRow[static_cast<size_t>(oc)] * c.window + k];
     });
@@ -241,8 +244,7 @@ void convolveFilterGradOnHost(const CudnnConvolution &c, int64_t batch, const fl
     forEachTerm(c, [&](int64_t f, int64_t oc, int64_t q, int64_t k, int64_t source) {
       if (source < 0)
         return;
-      const double g =
-          dy[b * c.outputs + c.netChannel[static_cast<size_t>(f * c.outChannels + oc)] * c.positions + q];
+      const double g = dy[outputNode(c, b, f, oc, q)];
       sum[static_cast<size_t>(c.weightRow[static_cast<size_t>(oc)] * c.window + k)] +=
           g * x[b * c.inputs + source];
     });
