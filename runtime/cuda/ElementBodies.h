@@ -112,17 +112,47 @@ struct SoftmaxGradRowBody {
   }
 };
 
-/// bias-grad, node i: dBias (+)= Σ over the batch of dy.
+/// How a sum over the batch is split for more threads (OpRunner.h's
+/// runBatchReduction): index i of a reduction body is chunk i / elements of
+/// `perChunk` samples and output element i % elements. With one chunk the
+/// body writes the op's output; with several, each writes its partial sum at
+/// out[i], and ChunkSumBody adds the chunks in order.
+struct BatchChunks {
+  int64_t batch, perChunk, elements;
+  NETC_HOST_DEVICE int64_t element(int64_t i) const { return i % elements; }
+  NETC_HOST_DEVICE int64_t first(int64_t i) const { return i / elements * perChunk; }
+  NETC_HOST_DEVICE int64_t last(int64_t i) const {
+    const int64_t end = first(i) + perChunk;
+    return end < batch ? end : batch;
+  }
+};
+
+/// Element e of a chunked reduction: out[e] (+)= Σ over the chunks, in order, of partial[c · elements + e].
+struct ChunkSumBody {
+  const float *partial;
+  float *out;
+  int64_t elements, chunks;
+  bool accumulate;
+  NETC_HOST_DEVICE void operator()(int64_t e) const {
+    float sum = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      sum += partial[c * elements + e];
+    storeValue(out[e], sum, accumulate);
+  }
+};
+
+/// bias-grad, node e of its chunk (BatchChunks): Σ over the chunk's samples of dy.
 struct BiasGradBody {
   const float *dy;
-  float *dBias;
-  int64_t nodes, batch;
+  float *out;
+  BatchChunks chunks;
   bool accumulate;
   NETC_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t node = chunks.element(i), nodes = chunks.elements;
     float sum = 0;
-    for (int64_t b = 0; b < batch; ++b)
-      sum += dy[b * nodes + i];
-    storeValue(dBias[i], sum, accumulate);
+    for (int64_t b = chunks.first(i); b < chunks.last(i); ++b)
+      sum += dy[b * nodes + node];
+    storeValue(out[i], sum, accumulate);
   }
 };
 

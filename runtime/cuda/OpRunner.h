@@ -51,6 +51,25 @@ inline ConvTables convTables(const plan::ConvAttrs &a, const int32_t *gather, co
 
 } // namespace detail
 
+/// A sum over the batch into `elements` outputs (`out`, added to when
+/// `accumulate`): one launch of the body make(chunks, destination, add) when
+/// the batch is small; otherwise each chunk of samples writes its partial
+/// sums to the scratch and ChunkSumBody adds them, in order, into `out`
+/// (more threads, and the same result for every launch configuration).
+template <class Launcher, class MakeBody>
+void runBatchReduction(Launcher &launch, const OpResources &r, int64_t elements, float *out, bool accumulate,
+                       MakeBody make) {
+  const int64_t chunks = reductionChunks(r.batch, elements);
+  const int64_t batch = r.batch > 0 ? r.batch : 1;
+  if (chunks <= 1) {
+    launch.elements(make(BatchChunks{r.batch, batch, elements}, out, accumulate), elements);
+    return;
+  }
+  const int64_t perChunk = (batch + chunks - 1) / chunks;
+  launch.elements(make(BatchChunks{r.batch, perChunk, elements}, r.scratch, false), chunks * elements);
+  launch.elements(ChunkSumBody{r.scratch, out, elements, chunks, accumulate}, elements);
+}
+
 /// Whether ops i and i + 1 of `plan` run as one BiasActivateBody: an
 /// add-bias followed by a (non-softmax) activate of the values it wrote.
 inline bool fusesBiasAndActivation(const plan::Plan &plan, size_t i) {
@@ -99,10 +118,10 @@ template <class Launcher> void runOp(const plan::Op &op, const OpResources &r, L
   }
   case OpKind::SparseGradWeights: {
     const auto &a = op.get<plan::SparseAttrs>();
-    launch.elements(
-        SparseGradWeightsBody{
-            in(0), in(1), r.derived.destinations, out, {table(2), table(3), a.inputs, a.outputs}, batch, acc},
-        a.edges);
+    runBatchReduction(launch, r, a.edges, out, acc, [&](BatchChunks chunks, float *to, bool add) {
+      return SparseGradWeightsBody{
+          in(0), in(1), r.derived.destinations, to, {table(2), table(3), a.inputs, a.outputs}, chunks, add};
+    });
     return;
   }
   case OpKind::SparseGradInput: {
@@ -120,15 +139,17 @@ template <class Launcher> void runOp(const plan::Op &op, const OpResources &r, L
   }
   case OpKind::ConvolutionGradWeights: {
     const auto &a = op.get<plan::ConvAttrs>();
-    launch.elements(
-        ConvolutionGradWeightsBody{in(0), in(1), out, convTables(a, table(2), table(3)), batch, acc},
-        a.maps * a.groups * a.window);
+    runBatchReduction(
+        launch, r, a.maps * a.groups * a.window, out, acc, [&](BatchChunks chunks, float *to, bool add) {
+          return ConvolutionGradWeightsBody{in(0), in(1), to, convTables(a, table(2), table(3)), chunks, add};
+        });
     return;
   }
   case OpKind::ConvolutionGradBias: {
     const auto &a = op.get<plan::ConvAttrs>();
-    launch.elements(ConvolutionGradBiasBody{in(0), table(1), out, a.outputs, a.positions, batch, acc},
-                    a.maps * a.groups);
+    runBatchReduction(launch, r, a.maps * a.groups, out, acc, [&](BatchChunks chunks, float *to, bool add) {
+      return ConvolutionGradBiasBody{in(0), table(1), to, a.outputs, a.positions, chunks, add};
+    });
     return;
   }
   case OpKind::ConvolutionGradInput: {
@@ -199,7 +220,9 @@ template <class Launcher> void runOp(const plan::Op &op, const OpResources &r, L
   }
   case OpKind::BiasGrad: {
     const auto &a = op.get<plan::DenseAttrs>();
-    launch.elements(BiasGradBody{in(0), out, a.outputs, batch, acc}, a.outputs);
+    runBatchReduction(launch, r, a.outputs, out, acc, [&](BatchChunks chunks, float *to, bool add) {
+      return BiasGradBody{in(0), to, chunks, add};
+    });
     return;
   }
   case OpKind::ActivateGrad: {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace netc::runtime::cuda {
 
 Expected<TransposedTable> transposeTable(std::span<const int32_t> table, int64_t width, int64_t sources) {
@@ -87,8 +89,36 @@ Expected<std::vector<DerivedTables>> deriveTables(const plan::Plan &plan) {
   return out;
 }
 
+int64_t reductionChunks(int64_t batch, int64_t elements) {
+  const int64_t wanted = (batch + kSamplesPerChunk - 1) / kSamplesPerChunk;
+  const int64_t room = kMaxReductionScratch / std::max<int64_t>(elements, 1);
+  const int64_t chunks = std::max<int64_t>(1, std::min(wanted, room));
+  // As many as the samples fill once split evenly.
+  const int64_t perChunk = (std::max<int64_t>(batch, 1) + chunks - 1) / chunks;
+  return (std::max<int64_t>(batch, 1) + perChunk - 1) / perChunk;
+}
+
 int64_t scratchElements(const plan::Op &op, int64_t batch) {
-  return plan::opRole(op.kind) == plan::OpRole::Loss ? 2 * batch : 0;
+  if (plan::opRole(op.kind) == plan::OpRole::Loss)
+    return 2 * batch;
+  int64_t elements = 0;
+  switch (op.kind) {
+  case plan::OpKind::ConvolutionGradWeights: {
+    const auto &a = op.get<plan::ConvAttrs>();
+    elements = a.maps * a.groups * a.window;
+    break;
+  }
+  case plan::OpKind::ConvolutionGradBias: {
+    const auto &a = op.get<plan::ConvAttrs>();
+    elements = a.maps * a.groups;
+    break;
+  }
+  case plan::OpKind::SparseGradWeights: elements = op.get<plan::SparseAttrs>().edges; break;
+  case plan::OpKind::BiasGrad: elements = op.get<plan::DenseAttrs>().outputs; break;
+  default: return 0;
+  }
+  const int64_t chunks = reductionChunks(batch, elements);
+  return chunks > 1 ? chunks * elements : 0;
 }
 
 } // namespace netc::runtime::cuda

@@ -46,7 +46,19 @@ struct OpPointers {
   const int32_t *destinations = nullptr;
 };
 
-/// Scratch floats a loss op needs at `batch` samples (0 for other ops).
+/// Samples each chunk of a sum over the batch covers at most (weight and
+/// bias gradients, OpRunner.h's runBatchReduction), and the most scratch
+/// floats the chunks' partial sums may take.
+inline constexpr int64_t kSamplesPerChunk = 8;
+inline constexpr int64_t kMaxReductionScratch = int64_t{1} << 22;
+
+/// How many chunks a sum over `batch` samples into `elements` outputs is
+/// split into: one per kSamplesPerChunk samples, fewer where the partial
+/// sums would exceed kMaxReductionScratch; at least 1.
+int64_t reductionChunks(int64_t batch, int64_t elements);
+
+/// Scratch floats op `op` needs at `batch` samples: a loss op's per-sample
+/// losses, a chunked reduction's partial sums; 0 for other ops.
 int64_t scratchElements(const plan::Op &op, int64_t batch);
 
 } // namespace netc::runtime::cuda

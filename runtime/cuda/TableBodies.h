@@ -48,40 +48,44 @@ struct ConvolutionBody {
   }
 };
 
-/// convolution-grad-weights, element i of [kernels × window]: Σ over the
-/// batch and positions of dy at the output times x at the cell.
+/// convolution-grad-weights, element e of [kernels × window] in its chunk
+/// (BatchChunks): Σ over the chunk's samples and the positions of dy at the
+/// output times x at the cell.
 struct ConvolutionGradWeightsBody {
   const float *dy, *x;
-  float *dWeights;
+  float *out;
   ConvTables t;
-  int64_t batch;
+  BatchChunks chunks; // over [kernels × window]
   bool accumulate;
   NETC_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t kernel = i / t.window, k = i % t.window, u = kernel % t.groups;
+    const int64_t e = chunks.element(i);
+    const int64_t kernel = e / t.window, k = e % t.window, u = kernel % t.groups;
     float sum = 0;
-    for (int64_t b = 0; b < batch; ++b)
+    for (int64_t b = chunks.first(i); b < chunks.last(i); ++b)
       for (int64_t p = 0; p < t.positions; ++p) {
         const int32_t s = t.gather[(u * t.positions + p) * t.window + k];
         if (s >= 0)
           sum += dy[b * t.outputs + t.scatter[kernel * t.positions + p]] * x[b * t.inputs + s];
       }
-    storeValue(dWeights[i], sum, accumulate);
+    storeValue(out[i], sum, accumulate);
   }
 };
 
-/// convolution-grad-bias, kernel i: Σ over the batch and positions of dy.
+/// convolution-grad-bias, kernel e of its chunk: Σ over the chunk's samples and the positions of dy.
 struct ConvolutionGradBiasBody {
   const float *dy;
   const int32_t *scatter;
-  float *dBias;
-  int64_t outputs, positions, batch;
+  float *out;
+  int64_t outputs, positions;
+  BatchChunks chunks; // over the kernels
   bool accumulate;
   NETC_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t kernel = chunks.element(i);
     float sum = 0;
-    for (int64_t b = 0; b < batch; ++b)
+    for (int64_t b = chunks.first(i); b < chunks.last(i); ++b)
       for (int64_t p = 0; p < positions; ++p)
-        sum += dy[b * outputs + scatter[i * positions + p]];
-    storeValue(dBias[i], sum, accumulate);
+        sum += dy[b * outputs + scatter[kernel * positions + p]];
+    storeValue(out[i], sum, accumulate);
   }
 };
 
@@ -133,21 +137,21 @@ struct SparseBody {
   }
 };
 
-/// sparse-grad-weights, edge e: Σ over the batch of dy at its destination
-/// times x at its source.
+/// sparse-grad-weights, edge e of its chunk: Σ over the chunk's samples of
+/// dy at the edge's destination times x at its source.
 struct SparseGradWeightsBody {
   const float *dy, *x;
   const int32_t *destination; // per edge (OpTables.h: the CSR rows expanded)
-  float *dWeights;
+  float *out;
   SparseTables t;
-  int64_t batch;
+  BatchChunks chunks; // over the edges
   bool accumulate;
-  NETC_HOST_DEVICE void operator()(int64_t e) const {
-    const int64_t d = destination[e], s = t.column[e];
+  NETC_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t e = chunks.element(i), d = destination[e], s = t.column[e];
     float sum = 0;
-    for (int64_t b = 0; b < batch; ++b)
+    for (int64_t b = chunks.first(i); b < chunks.last(i); ++b)
       sum += dy[b * t.outputs + d] * x[b * t.inputs + s];
-    storeValue(dWeights[e], sum, accumulate);
+    storeValue(out[i], sum, accumulate);
   }
 };
 
