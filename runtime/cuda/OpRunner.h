@@ -146,9 +146,18 @@ template <class Launcher> void runOp(const plan::Op &op, const OpResources &r, L
     return;
   }
   case OpKind::ConvolutionGradBias: {
+    // Per sample and block of positions, then over those as a batch.
     const auto &a = op.get<plan::ConvAttrs>();
-    runBatchReduction(launch, r, a.maps * a.groups, out, acc, [&](BatchChunks chunks, float *to, bool add) {
-      return ConvolutionGradBiasBody{in(0), table(1), to, a.outputs, a.positions, chunks, add};
+    const int64_t kernels = a.maps * a.groups, blocks = biasBlocks(a.positions);
+    const int64_t perBlock = (a.positions + blocks - 1) / blocks;
+    launch.elements(ConvolutionBiasPartialBody{in(0), table(1), r.scratch, a.outputs, a.positions, kernels,
+                                               blocks, perBlock},
+                    batch * blocks * kernels);
+    OpResources partials = r;
+    partials.batch = batch * blocks;
+    partials.scratch = r.scratch + plan::alignElements(batch * blocks * kernels);
+    runBatchReduction(launch, partials, kernels, out, acc, [&](BatchChunks chunks, float *to, bool add) {
+      return BiasGradBody{r.scratch, to, chunks, add};
     });
     return;
   }

@@ -108,10 +108,11 @@ int64_t scratchElements(const plan::Op &op, int64_t batch) {
     elements = a.maps * a.groups * a.window;
     break;
   }
-  case plan::OpKind::ConvolutionGradBias: {
+  case plan::OpKind::ConvolutionGradBias: { // the per-block partial sums, then the chunks' sums of them
     const auto &a = op.get<plan::ConvAttrs>();
-    elements = a.maps * a.groups;
-    break;
+    const int64_t kernels = a.maps * a.groups, samples = batch * biasBlocks(a.positions);
+    const int64_t chunks = reductionChunks(samples, kernels);
+    return plan::alignElements(samples * kernels) + (chunks > 1 ? chunks * kernels : 0);
   }
   case plan::OpKind::SparseGradWeights: elements = op.get<plan::SparseAttrs>().edges; break;
   case plan::OpKind::BiasGrad: elements = op.get<plan::DenseAttrs>().outputs; break;

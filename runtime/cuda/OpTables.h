@@ -52,13 +52,23 @@ struct OpPointers {
 inline constexpr int64_t kSamplesPerChunk = 8;
 inline constexpr int64_t kMaxReductionScratch = int64_t{1} << 22;
 
+/// Positions a convolution's bias gradient sums per thread in its first pass
+/// (ConvolutionBiasPartialBody), and the blocks `positions` is split into.
+inline constexpr int64_t kBiasPositionsPerBlock = 64;
+inline int64_t biasBlocks(int64_t positions) {
+  return positions > kBiasPositionsPerBlock
+             ? (positions + kBiasPositionsPerBlock - 1) / kBiasPositionsPerBlock
+             : 1;
+}
+
 /// How many chunks a sum over `batch` samples into `elements` outputs is
 /// split into: one per kSamplesPerChunk samples, fewer where the partial
 /// sums would exceed kMaxReductionScratch; at least 1.
 int64_t reductionChunks(int64_t batch, int64_t elements);
 
 /// Scratch floats op `op` needs at `batch` samples: a loss op's per-sample
-/// losses, a chunked reduction's partial sums; 0 for other ops.
+/// losses, a chunked reduction's partial sums (a convolution's bias
+/// gradient: its per-block sums first); 0 for other ops.
 int64_t scratchElements(const plan::Op &op, int64_t batch);
 
 } // namespace netc::runtime::cuda

@@ -71,21 +71,22 @@ struct ConvolutionGradWeightsBody {
   }
 };
 
-/// convolution-grad-bias, kernel e of its chunk: Σ over the chunk's samples and the positions of dy.
-struct ConvolutionGradBiasBody {
+/// convolution-grad-bias, first pass, element i of [batch × blocks ×
+/// kernels]: Σ dy over block i's positions of kernel k in sample b, so the
+/// sum over the batch (BiasGradBody over batch × blocks "samples" of
+/// `kernels` nodes) has many threads even where the kernels are few.
+struct ConvolutionBiasPartialBody {
   const float *dy;
   const int32_t *scatter;
-  float *out;
-  int64_t outputs, positions;
-  BatchChunks chunks; // over the kernels
-  bool accumulate;
+  float *partial;
+  int64_t outputs, positions, kernels, blocks, perBlock;
   NETC_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t kernel = chunks.element(i);
+    const int64_t k = i % kernels, block = (i / kernels) % blocks, b = i / (kernels * blocks);
+    const int64_t first = block * perBlock, end = first + perBlock < positions ? first + perBlock : positions;
     float sum = 0;
-    for (int64_t b = chunks.first(i); b < chunks.last(i); ++b)
-      for (int64_t p = 0; p < positions; ++p)
-        sum += dy[b * outputs + scatter[kernel * positions + p]];
-    storeValue(out[i], sum, accumulate);
+    for (int64_t p = first; p < end; ++p)
+      sum += dy[b * outputs + scatter[k * positions + p]];
+    partial[i] = sum;
   }
 };
 
