@@ -392,14 +392,17 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
     const size_t last = training ? plan.ops.size() : plan.forwardEnd;
     int64_t stepCount = 0;
     // A training step as the trainer runs it: the step scalars, the batch
-    // into an input slot, one run, the loss sums read.
+    // into an input slot (unless --resident-input keeps it there), one run,
+    // the loss sums read.
     auto step = [&]() -> Status {
       train::writeStepScalars(plan, **backend,
                               optim::stepScalars(trainOptions.update, 0.01f, ++stepCount,
                                                  double(s.batch * comm.size()), s.batch));
-      (*backend)->writeInput(0, plan.features, features);
-      (*backend)->writeInput(0, plan.labels, labels);
-      (*backend)->fence();
+      if (!s.residentInput) {
+        (*backend)->writeInput(0, plan.features, features);
+        (*backend)->writeInput(0, plan.labels, labels);
+        (*backend)->fence();
+      }
       if (Status st = (*backend)->run(0, last, s.batch); !st)
         return st;
       if (training && stepCount % logEvery == 0)

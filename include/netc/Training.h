@@ -366,7 +366,11 @@ struct BenchSettings {
   bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
   std::string precision = "fp32"; ///< as TrainSettings::precision
   bool profile = false;           ///< also time each op of the training plan (BenchResult::profile)
-  uint64_t maxMemory = 0;         ///< as TrainSettings::maxMemory
+  /// Keep the one random batch in the input slot instead of copying it in
+  /// before every step (a device's figure without the host-to-device copy,
+  /// as PyTorch's side of bench/compare_gpu.py keeps its batch on the GPU).
+  bool residentInput = false;
+  uint64_t maxMemory = 0; ///< as TrainSettings::maxMemory
   /// As one rank of a data-parallel job (every rank calls bench): each runs
   /// the data-parallel training step on its batch, and the figures are the job's.
   Launch launch;

@@ -71,6 +71,7 @@ int runBench(BenchArgs &args) {
                         {"backend", r.backend},
                         {"device", r.device},
                         {"launches_per_step", r.launchesPerStep},
+                        {"resident_input", args.settings.residentInput},
                         {"device_bytes", r.deviceBytes},
                         {"ranks", r.ranks}};
     if (args.settings.profile) {
@@ -132,6 +133,8 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
       ->capture_default_str();
   cmd->add_flag("--profile", s.profile,
                 "Also time each op of the training plan on its own and print the median per step");
+  cmd->add_flag("--resident-input", s.residentInput,
+                "Copy the random batch in once, not before every step (a GPU's figure without the copy)");
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
