@@ -5,6 +5,9 @@ For the seed network (examples/mnist.net) and LeNet-5 (examples/lenet5.net), in 
 with a synthetic batch resident on the device, it runs
 
   netc bench FILE --device cuda --batch 128 --warmup W --iterations I --repeats R --format json
+    --resident-input (the batch copied in once, like PyTorch's), and again without it (the trainer's
+    step, which copies its batch in first: reported beside, with no PyTorch counterpart), and once
+    with --profile (each op on its own, waited for) for where the time goes;
   PyTorch 2.x on the same GPU: the same network (bench/torch_reference.py's SeedNet and LeNet5),
     torch.backends.cudnn.allow_tf32 = False, torch.backends.cuda.matmul.allow_tf32 = False,
     torch.set_float32_matmul_precision("highest"), SGD with momentum, one optimizer step per batch,
@@ -86,9 +89,11 @@ def torch_side(net, batch, warmup, iters, repeats):
             "gpu": torch.cuda.get_device_name(0)}
 
 
-def netc_side(netc, path, batch, warmup, iters, repeats):
+def netc_side(netc, path, batch, warmup, iters, repeats, resident=True, profile=False):
     cmd = [netc, "bench", path, "--device", "cuda", "--batch", str(batch), "--warmup", str(warmup),
            "--iterations", str(iters), "--repeats", str(repeats), "--format", "json"]
+    cmd += ["--resident-input"] if resident else []
+    cmd += ["--profile"] if profile else []
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.strip() or done.stdout.strip()}")
@@ -119,23 +124,48 @@ def main():
     if not os.access(args.netc, os.X_OK):
         sys.exit(print(f"compare_gpu: no netc at {args.netc} (--netc)", file=sys.stderr) or 2)
 
-    results = {}
+    results, failures = {}, []
     for net in nets:
-        netc_runs, torch_runs, last_netc, last_torch = [], [], None, None
+        netc_runs, copy_runs, torch_runs, last_netc, last_torch = [], [], [], None, None
         for r in range(args.rounds):
             sides = ["netc", "torch"] if r % 2 == 0 else ["torch", "netc"]
             for side in sides:
                 if side == "netc":
-                    last_netc = netc_side(args.netc, NETS[net], args.batch, args.warmup, args.iters, args.repeats)
+                    try:
+                        last_netc = netc_side(args.netc, NETS[net], args.batch, args.warmup, args.iters,
+                                              args.repeats)
+                    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+                        # PyTorch's figures are still worth keeping; the exit status says netc failed.
+                        failures.append(f"{net}: {error}")
+                        print(f"compare_gpu: {error}", file=sys.stderr)
+                        netc_runs.append(float("nan"))
+                        continue
                     netc_runs.append(last_netc["train_images_per_sec"])
+                    # The trainer's step, which copies its batch in first (no PyTorch counterpart).
+                    try:
+                        copied = netc_side(args.netc, NETS[net], args.batch, args.warmup, args.iters,
+                                           args.repeats, resident=False)
+                        copy_runs.append(copied["train_images_per_sec"])
+                    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+                        failures.append(f"{net} (copying its batch): {error}")
                 else:
                     last_torch = torch_side(net, args.batch, args.warmup, args.iters, args.repeats)
                     torch_runs.append(last_torch["train_images_per_sec"])
             print(f"  round {r + 1}/{args.rounds} {net}: netc {netc_runs[-1]:,.0f}, torch {torch_runs[-1]:,.0f} images/s",
                   file=sys.stderr)
-        n, t = statistics.median(netc_runs), statistics.median(torch_runs)
+        netc_ok = [v for v in netc_runs if v == v]
+        n = statistics.median(netc_ok) if netc_ok else float("nan")
+        t = statistics.median(torch_runs)
+        last_netc = last_netc or {}
+        profile = []
+        try:  # where the step's time goes: each op on its own, waited for (includes a sync per op)
+            profile = netc_side(args.netc, NETS[net], args.batch, 2, 20, 1, profile=True).get("profile", [])
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            failures.append(f"{net} --profile: {error}")
         results[net] = {"netc_train_images_per_sec": n, "torch_train_images_per_sec": t, "ratio": n / t,
-                        "netc_runs": netc_runs, "torch_runs": torch_runs,
+                        "netc_copying_images_per_sec": statistics.median(copy_runs) if copy_runs else None,
+                        "netc_runs": netc_runs, "netc_copying_runs": copy_runs, "torch_runs": torch_runs,
+                        "netc_profile": profile,
                         "netc_launches_per_step": last_netc.get("launches_per_step"),
                         "netc_device_bytes": last_netc.get("device_bytes"),
                         "netc_device": last_netc.get("device"),
@@ -148,13 +178,24 @@ def main():
         print(f"{net:8} {r['netc_train_images_per_sec']:>12,.0f} {r['torch_train_images_per_sec']:>12,.0f} "
               f"{r['ratio']:>5.2f}x {r['netc_launches_per_step'] or 0:>13} {r['torch_kernels_per_step'] or 0:>13} "
               f"{(r['netc_device_bytes'] or 0) / 2**20:>9.1f} {r['torch_memory_bytes'] / 2**20:>9.1f}")
+    for net, r in results.items():
+        if r["netc_copying_images_per_sec"]:
+            print(f"{net}: netc copying its batch in before each step (the trainer's step): "
+                  f"{r['netc_copying_images_per_sec']:,.0f} images/s")
+        top = sorted(r["netc_profile"], key=lambda p: -p["microseconds"])[:8]
+        if top:
+            print(f"{net}: slowest ops (each on its own, with a wait): " +
+                  ", ".join(f"{p['op']} {p['output']} {p['microseconds']:.1f} us" for p in top))
     if "seed" in results:
         ratio = results["seed"]["ratio"]
         print(f"goal: netc >= {GOAL_RATIO:g}x PyTorch eager on the seed network: "
               f"{'met' if ratio >= GOAL_RATIO else 'not met'} ({ratio:.2f}x)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"batch": args.batch, "rounds": args.rounds, "results": results}, f, indent=1)
+            json.dump({"batch": args.batch, "rounds": args.rounds, "results": results, "failures": failures}, f,
+                      indent=1)
+    if failures:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

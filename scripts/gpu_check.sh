@@ -20,12 +20,18 @@
 #     On the GPU machine, from an unpacked bundle (default: the folder this
 #     script is in). Puts the cuDNN/cuBLAS/NCCL wheels of the machine's Python
 #     on LD_LIBRARY_PATH, then writes into OUT (default $OUT, else
-#     BUNDLE/results): nvidia-smi.txt; versions.txt (driver, runtime, cuBLAS
-#     and cuDNN as loaded); gpu-tests.log (every GPU test); memcheck.log and
+#     BUNDLE/results): device.txt (nvidia-smi, then the driver, runtime,
+#     cuBLAS and cuDNN as loaded); gpu-tests.log (every GPU test); memcheck.log and
 #     racecheck.log (compute-sanitizer over a subset of them); bench.log and
 #     bench.json (bench/compare_gpu.py: netc against PyTorch eager); and
-#     summary.json with each step's status and the benchmark figures. Logs
-#     are cut to their last 200 lines.
+#     train.log (netc train of LeNet-5 on the MNIST slice on the GPU and on the
+#     CPU, then eval on the CPU from the GPU's checkpoint); summary.json with each step's status and the
+#     benchmark figures. Logs are cut to their last 200 lines. Each step is
+#     stopped after NETC_STEP_TIMEOUT seconds (default 240; the sanitizers
+#     get twice that), so a hang costs one step, not the lease; the
+#     benchmark's rounds are NETC_BENCH_ROUNDS (default 5), and the
+#     sanitizer tools run are NETC_SANITIZER_TOOLS (default "memcheck
+#     racecheck").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-}
@@ -117,21 +123,44 @@ except Exception:
 PY
   )
   export LD_LIBRARY_PATH="$root/lib${wheels:+:$wheels}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local limit=${NETC_STEP_TIMEOUT:-240}
   declare -A status
-  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 && status[nvidia_smi]=ok || status[nvidia_smi]=failed
+  nvidia-smi >"$out/device.txt" 2>&1 && status[nvidia_smi]=ok || status[nvidia_smi]=failed
   {
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1 || true
-    bin/netc bench examples/mnist.net --device cuda --batch 128 --iterations 1 --repeats 1 --warmup 0 2>&1 | grep -E '^device|error' || true
-  } >"$out/versions.txt"
-  bin/netc_gpu_tests --source-dir="$root" >"$out/gpu-tests.log" 2>&1 && status[gpu_tests]=ok ||
+    timeout "$limit" bin/netc bench examples/mnist.net --device cuda --batch 128 --iterations 1 --repeats 1 \
+      --warmup 0 2>&1 | grep -E '^device|error' || true
+  } >>"$out/device.txt"
+  timeout "$limit" bin/netc_gpu_tests --source-dir="$root" >"$out/gpu-tests.log" 2>&1 && status[gpu_tests]=ok ||
     status[gpu_tests]=failed
   tail_log "$out/gpu-tests.log"
+  (
+    # The same training on the GPU and on the CPU (their epoch lines side by
+    # side), then the GPU's checkpoint evaluated on the CPU.
+    local run=$out/train-run device
+    for device in cuda cpu; do
+      timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --device "$device" \
+        --epochs 3 --batch 50 --momentum 0.9 --seed 1 --out "$run-$device" || exit 1
+    done
+    timeout "$limit" bin/netc eval examples/lenet5.net --device cpu --weights "$run-cuda/last.safetensors" \
+      --data tests/fixtures/mnist-slice
+  ) >"$out/train.log" 2>&1 && status[train]=ok || status[train]=failed
+  rm -rf "$out"/train-run-*
+  tail_log "$out/train.log"
+  timeout $((2 * limit)) python3 bench/compare_gpu.py --netc bin/netc --rounds "${NETC_BENCH_ROUNDS:-5}" \
+    --json "$out/bench.json" >"$out/bench.log" 2>&1 && status[bench]=ok || status[bench]=failed
+  tail_log "$out/bench.log"
   local sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
-  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*'
+  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*:GpuCudnn.*:Networks/GpuParity.EachOpMatchesItsReference/grouped_maps_in_batch'
   for tool in memcheck racecheck; do
+    if [[ " ${NETC_SANITIZER_TOOLS-memcheck racecheck} " != *" $tool "* ]]; then
+      echo "skipped: NETC_SANITIZER_TOOLS does not name $tool" >"$out/$tool.log"
+      status[$tool]=skipped
+      continue
+    fi
     if [[ -x $sanitizer ]]; then
-      "$sanitizer" --tool "$tool" --error-exitcode 99 bin/netc_gpu_tests --source-dir="$root" --gtest_filter="$subset" \
+      timeout $((2 * limit)) "$sanitizer" --tool "$tool" --error-exitcode 99 bin/netc_gpu_tests --source-dir="$root" --gtest_filter="$subset" \
         >"$out/$tool.log" 2>&1 && status[$tool]=ok || status[$tool]=failed
     else
       echo "compute-sanitizer not found" >"$out/$tool.log"
@@ -139,21 +168,18 @@ PY
     fi
     tail_log "$out/$tool.log"
   done
-  python3 bench/compare_gpu.py --netc bin/netc --json "$out/bench.json" >"$out/bench.log" 2>&1 &&
-    status[bench]=ok || status[bench]=failed
-  tail_log "$out/bench.log"
   python3 - "$out" "${status[nvidia_smi]}" "${status[gpu_tests]}" "${status[memcheck]}" "${status[racecheck]}" \
-    "${status[bench]}" <<'PY'
+    "${status[train]}" "${status[bench]}" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "bench"], sys.argv[2:]))
+steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "train", "bench"], sys.argv[2:]))
 summary = {"steps": steps}
 try:
     summary["bench"] = json.load(open(os.path.join(out, "bench.json")))
 except Exception as error:
     summary["bench"] = {"error": str(error)}
 try:
-    summary["gpu"] = open(os.path.join(out, "nvidia-smi.txt")).read().splitlines()[:12]
+    summary["gpu"] = open(os.path.join(out, "device.txt")).read().splitlines()[:12]
 except Exception:
     pass
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
@@ -166,7 +192,7 @@ case $mode in
 bundle) bundle "$@" ;;
 run) run_checks "$@" ;;
 *)
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac

@@ -32,7 +32,9 @@ struct BackendOptions {
   int device = 0;  // which device (backends with several)
   /// A backend-specific variant: for "cpu" the fast kernels' instruction
   /// set ("avx512", "avx2", "baseline"; empty: the best this processor
-  /// supports). Read at the edge (the CLI's NETC_CPU_ISA), never here.
+  /// supports), read at the edge (the CLI's NETC_CPU_ISA), never here; for
+  /// "cuda", "no-cudnn" runs every convolution through netc's own kernels
+  /// (empty: cuDNN where it can compute the op exactly).
   std::string variant;
   /// Check each op as it runs (`--cuda-debug`): a device backend waits for
   /// every op and names the op and layer of the first that fails. Slow.

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <dlfcn.h>
-
 #include <climits>
 
 namespace netc::runtime::cuda {
@@ -55,19 +53,13 @@ std::string statusText(const decltype(&cublasGetStatusString) statusString, cubl
 Expected<std::unique_ptr<Cublas>> Cublas::open(cudaStream_t stream, Precision precision) {
   std::unique_ptr<Cublas> out(new Cublas());
   const std::string name = cublasLibraryName();
-  out->library_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!out->library_)
+  if (!out->library_.open(name))
     return fail(fmt::format("cannot load cuBLAS ({}): {}. Put the CUDA {} libraries on LD_LIBRARY_PATH, or "
                             "run on the CPU with --device cpu",
-                            name, dlerror(), CUBLAS_VER_MAJOR));
+                            name, out->library_.why(), CUBLAS_VER_MAJOR));
   out->functions_ = std::make_unique<Functions>();
   Functions &f = *out->functions_;
-  std::string missing;
-  auto resolve = [&](auto &function, const char *symbol) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(out->library_, symbol));
-    if (!function)
-      missing += missing.empty() ? symbol : fmt::format(", {}", symbol);
-  };
+  auto resolve = [&](auto &function, const char *symbol) { out->library_.resolve(function, symbol); };
   resolve(f.create, "cublasCreate_v2");
   resolve(f.destroy, "cublasDestroy_v2");
   resolve(f.setStream, "cublasSetStream_v2");
@@ -75,7 +67,7 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(cudaStream_t stream, Precision pr
   resolve(f.getVersion, "cublasGetVersion_v2");
   resolve(f.statusString, "cublasGetStatusString");
   resolve(f.sgemm, "cublasSgemm_v2");
-  if (!missing.empty())
+  if (const std::string &missing = out->library_.missing(); !missing.empty())
     return fail(fmt::format("{} lacks {}: it is not the cuBLAS netc was built for (CUDA {})", name, missing,
                             CUBLAS_VER_MAJOR));
   auto check = [&](cublasStatus_t status, const char *call) -> Status {
@@ -97,8 +89,6 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(cudaStream_t stream, Precision pr
 Cublas::~Cublas() {
   if (handle_ && functions_ && functions_->destroy)
     functions_->destroy(handle_);
-  if (library_)
-    dlclose(library_);
 }
 
 Status Cublas::gemm(const GemmCall &call) const {

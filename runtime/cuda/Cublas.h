@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/cuda/GemmCall.h"
+#include "runtime/cuda/SharedLibrary.h"
 #include "support/Status.h"
 
 #include <cublas_api.h>
@@ -55,7 +56,7 @@ public:
 private:
   struct Functions;
   Cublas() = default;
-  void *library_ = nullptr;
+  SharedLibrary library_; // closed last, after the handle is destroyed
   std::unique_ptr<Functions> functions_;
   cublasHandle_t handle_ = nullptr;
   int version_ = 0;

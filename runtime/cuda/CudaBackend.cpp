@@ -2,10 +2,17 @@
 // (CudaBackend.h): load lays the plan out in one device block and uploads
 // its tables, run dispatches each op on the compute stream, inputs come in
 // on a copy stream, and errors are kept until a call that can return them.
+// Host memory that copies start from is pinned (page-locked), so a copy is
+// truly asynchronous: an input batch is staged in a pinned mirror of the
+// input arena and waits only for the last run that read its slot, and small
+// writes (the step scalars) go through a ring of pinned blocks, so the host
+// can issue the next step while the GPU runs this one.
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/core/MemoryLayout.h"
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
+#include "runtime/cuda/Cudnn.h"
+#include "runtime/cuda/CudnnRunner.h"
 #include "runtime/cuda/DeviceProbe.h"
 #include "runtime/cuda/OpRunner.h"
 #include "runtime/cuda/OpTables.h"
@@ -14,6 +21,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 
 namespace netc::runtime {
 
@@ -43,10 +52,10 @@ public:
     BackendInfo info;
     info.name = "cuda";
     info.threads = 1;
-    info.device =
-        fmt::format("{} (cuda:{}, compute capability {}.{}, {:.1f} GiB, cuBLAS {})", device_.name,
-                    device_.index, device_.major, device_.minor,
-                    double(device_.memoryBytes) / double(int64_t{1} << 30), cublas_ ? cublas_->version() : 0);
+    info.device = fmt::format("{} (cuda:{}, compute capability {}.{}, {:.1f} GiB, cuBLAS {}{})", device_.name,
+                              device_.index, device_.major, device_.minor,
+                              double(device_.memoryBytes) / double(int64_t{1} << 30),
+                              cublas_ ? cublas_->version() : 0, cudnnNote_);
     // Reading the sums waits for the GPU: every 50 steps, unless --log-every says otherwise.
     info.defaultLogEvery = 50;
     info.launchesLastRun = launchesLastRun_;
@@ -73,6 +82,12 @@ public:
     maxBatch_ = maxBatch;
     layout_ = std::move(*layout);
     derived_ = std::move(*derived);
+    for (cudaStream_t *stream : {&stream_, &copyStream_})
+      if (Status s = cudaStatus(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking), "cudaStreamCreate");
+          !s)
+        return s;
+    if (Status s = prepareCudnn(plan, maxBatch); !s)
+      return s;
 
     // After the plan's own buffers: the derived tables, then the loss scratch.
     int64_t next = layout_.planElements;
@@ -93,6 +108,25 @@ public:
     }
     scratchOffset_ = next;
     next += plan::alignElements(std::max<int64_t>(scratch, 1));
+    // cuDNN's permutation tables, its permutation scratch and its workspace.
+    int64_t cudnnScratch = 0;
+    for (CudnnOp &c : cudnnOps_) {
+      if (c.slot < 0)
+        continue;
+      c.netChannelOffset = c.shapes.outputInPlace ? -1 : place(c.description.netChannel);
+      c.weightRowOffset = c.shapes.weightsInPlace ? -1 : place(c.description.weightRow);
+      const int64_t filter = c.shapes.weightsInPlace ? 0 : plan::alignElements(c.shapes.filterFloats);
+      const int64_t values =
+          c.shapes.outputInPlace ? 0 : maxBatch * c.shapes.channels * c.shapes.channelLength;
+      cudnnScratch = std::max(cudnnScratch, filter + values);
+    }
+    for (size_t i = 0; i < cudnnPools_.size(); ++i) // a max-pool gradient's forward output
+      if (cudnnPools_[i].slot >= 0 && plan.ops[i].kind == plan::OpKind::MaxPoolGrad)
+        cudnnScratch = std::max(cudnnScratch, maxBatch * cudnnPools_[i].shapes.outputs);
+    cudnnScratchOffset_ = next;
+    next += plan::alignElements(cudnnScratch);
+    workspaceOffset_ = next;
+    next += plan::alignElements((static_cast<int64_t>(workspaceBytes_) + 3) / 4);
     const int64_t bytes = next * 4;
     deviceBytes_ = bytes;
 
@@ -133,14 +167,23 @@ public:
           if (Status s = upload(offset, *table); !s)
             return s;
     }
-    for (cudaStream_t *stream : {&stream_, &copyStream_})
-      if (Status s = cudaStatus(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking), "cudaStreamCreate");
-          !s)
-        return s;
-    inputReady_.assign(static_cast<size_t>(std::max(plan.inputSlots, 1)), nullptr);
-    std::vector<cudaEvent_t *> events{&runDone_};
-    for (cudaEvent_t &event : inputReady_)
-      events.push_back(&event);
+    for (const CudnnOp &c : cudnnOps_)
+      for (auto [offset, table] : {std::pair{c.netChannelOffset, &c.description.netChannel},
+                                   {c.weightRowOffset, &c.description.weightRow}})
+        if (offset >= 0)
+          if (Status s = upload(offset, *table); !s)
+            return s;
+    if (cudnn_)
+      cudnn_->setWorkspace(at(workspaceOffset_), workspaceBytes_);
+    inputSlotCount_ = static_cast<size_t>(std::max(plan.inputSlots, 1));
+    inputReady_.assign(inputSlotCount_, nullptr);
+    slotRead_.assign(inputSlotCount_, nullptr);
+    std::vector<cudaEvent_t *> events;
+    for (std::vector<cudaEvent_t> *list : {&inputReady_, &slotRead_})
+      for (cudaEvent_t &event : *list)
+        events.push_back(&event);
+    for (SmallWrite &block : smallWrites_)
+      events.push_back(&block.copied);
     for (cudaEvent_t *event : events)
       if (Status s = cudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming), "cudaEventCreate");
           !s)
@@ -151,6 +194,8 @@ public:
       return cublas.error();
     cublas_ = std::move(*cublas);
     staging_.assign(static_cast<size_t>(std::max<int64_t>(plan.arenaElements, 0)), 0.0f);
+    if (Status s = allocatePinned(); !s)
+      return s;
     commNames_.assign(plan.ops.size(), std::string());
     for (size_t i = 0; i < plan.ops.size(); ++i)
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
@@ -160,6 +205,16 @@ public:
 
   void write(int buffer, std::span<const float> values, int64_t offset) override {
     float *destination = bufferAddress(buffer, 0) + offset;
+    if (values.size() <= kSmallWriteFloats) { // through the pinned ring: no wait for the stream
+      SmallWrite &block = smallWrites_[nextSmallWrite_++ % smallWrites_.size()];
+      keep(cudaStatus(cudaEventSynchronize(block.copied), "reusing a pinned staging block"));
+      std::copy(values.begin(), values.end(), block.values);
+      keep(cudaStatus(
+          cudaMemcpyAsync(destination, block.values, values.size_bytes(), cudaMemcpyHostToDevice, stream_),
+          "copying to the GPU"));
+      keep(cudaStatus(cudaEventRecord(block.copied, stream_), "recording a copy to the GPU"));
+      return;
+    }
     keep(cudaStatus(
         cudaMemcpyAsync(destination, values.data(), values.size_bytes(), cudaMemcpyHostToDevice, stream_),
         "copying to the GPU"));
@@ -180,11 +235,23 @@ public:
   }
 
   void writeInput(int slot, int buffer, std::span<const float> values) override {
-    // After every run issued so far (one may still read this slot).
-    keep(cudaStatus(cudaStreamWaitEvent(copyStream_, runDone_, 0), "ordering an input copy"));
-    keep(cudaStatus(cudaMemcpyAsync(bufferAddress(buffer, slot), values.data(), values.size_bytes(),
-                                    cudaMemcpyHostToDevice, copyStream_),
-                    "copying an input batch to the GPU"));
+    const size_t s = static_cast<size_t>(slot);
+    const int64_t offset = layout_.inputOffset(buffer, slot);
+    const void *source = values.data();
+    if (pinnedInputs_ && offset - layout_.inputBegin + static_cast<int64_t>(values.size()) <=
+                             static_cast<int64_t>(inputSlotCount_) * layout_.inputSlotElements) {
+      // The slot's previous copies have left the pinned mirror (fence waited
+      // for them before the run that read it; this is a formality then).
+      float *pinned = pinnedInputs_ + (offset - layout_.inputBegin);
+      keep(cudaStatus(cudaEventSynchronize(inputReady_[s]), "reusing pinned input memory"));
+      std::copy(values.begin(), values.end(), pinned);
+      source = pinned;
+    }
+    // After the last run that read this slot (it may still be running).
+    keep(cudaStatus(cudaStreamWaitEvent(copyStream_, slotRead_[s], 0), "ordering an input copy"));
+    keep(cudaStatus(
+        cudaMemcpyAsync(at(offset), source, values.size_bytes(), cudaMemcpyHostToDevice, copyStream_),
+        "copying an input batch to the GPU"));
     keep(cudaStatus(cudaEventRecord(inputReady_[static_cast<size_t>(slot)], copyStream_),
                     "recording an input copy"));
   }
@@ -209,6 +276,7 @@ public:
     cuda::CudaLauncher launch;
     launch.stream = stream_;
     launch.cublas = cublas_.get();
+    launch.cudnnLibrary = cudnn_.get();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
       size_t ran = i;
@@ -217,7 +285,11 @@ public:
           return s;
         continue;
       }
-      if (i + 1 < last && cuda::fusesBiasAndActivation(*plan_, i)) {
+      if (i < cudnnOps_.size() && cudnnOps_[i].slot >= 0) {
+        cuda::runCudnnOpOnDevice(op, resources(i, batch), cudnnResources(i, batch), launch);
+      } else if (i < cudnnPools_.size() && cudnnPools_[i].slot >= 0) {
+        cuda::runCudnnPoolOpOnDevice(op, resources(i, batch), cudnnPoolResources(i, batch), launch);
+      } else if (i + 1 < last && cuda::fusesBiasAndActivation(*plan_, i)) {
         cuda::runBiasActivationOnDevice(op, plan_->ops[i + 1], resources(i, batch), launch);
         ran = ++i;
       } else {
@@ -235,7 +307,8 @@ public:
       }
     }
     launchesLastRun_ = launch.launches;
-    return cudaStatus(cudaEventRecord(runDone_, stream_), "recording the end of a step");
+    return cudaStatus(cudaEventRecord(slotRead_[static_cast<size_t>(inputSlot)], stream_),
+                      "recording the end of a step");
   }
 
   void synchronize() override { keep(cudaStatus(cudaStreamSynchronize(stream_), "running on the GPU")); }
@@ -244,8 +317,40 @@ private:
   struct DerivedOffsets {
     int64_t sourceStart = -1, sourceEntries = -1, centreStart = -1, centreEntries = -1, destinations = -1;
   };
+  /// A convolution op's cuDNN form (slot < 0: netc's kernels compute it).
+  struct CudnnOp {
+    cuda::CudnnConvolution description;
+    cuda::CudnnShapes shapes, partial; // at the loaded batch; at partialBatch
+    int64_t partialBatch = -1;
+    int slot = -1;
+    int64_t netChannelOffset = -1, weightRowOffset = -1; // its tables in the block (-1: none)
+  };
+  /// A pooling op's cuDNN form (slot < 0: netc's kernels compute it).
+  struct CudnnPool {
+    cuda::CudnnPoolShapes shapes, partial; // at the loaded batch; at partialBatch
+    int64_t partialBatch = -1;
+    int slot = -1;
+  };
 
   float *at(int64_t offset) const { return static_cast<float *>(block_) + offset; }
+
+  /// One pinned host block: the small-write ring, then a mirror of the input arena.
+  Status allocatePinned() {
+    const int64_t ring = static_cast<int64_t>(smallWrites_.size() * kSmallWriteFloats);
+    const int64_t inputs = static_cast<int64_t>(inputSlotCount_) * layout_.inputSlotElements;
+    if (Status s = cudaStatus(
+            cudaHostAlloc(&pinned_, static_cast<size_t>(ring + inputs) * sizeof(float), cudaHostAllocDefault),
+            fmt::format("allocating {} of pinned host memory", mebibytes((ring + inputs) * 4)));
+        !s)
+      return s;
+    float *next = static_cast<float *>(pinned_);
+    for (SmallWrite &block : smallWrites_) {
+      block.values = next;
+      next += kSmallWriteFloats;
+    }
+    pinnedInputs_ = inputs > 0 ? next : nullptr;
+    return Status::success();
+  }
   const int32_t *intsAt(int64_t offset) const {
     return offset >= 0 ? reinterpret_cast<const int32_t *>(at(offset)) : nullptr;
   }
@@ -266,6 +371,144 @@ private:
     r.derived.sources = {intsAt(o.sourceStart), intsAt(o.sourceEntries)};
     r.derived.centres = {intsAt(o.centreStart), intsAt(o.centreEntries)};
     r.derived.destinations = intsAt(o.destinations);
+    return r;
+  }
+
+  /// The window table of pooling op `op` (cuda::cudnnPools).
+  static const std::vector<int32_t> &poolWindow(const plan::Plan &plan, const plan::Op &op) {
+    return plan.buffers[static_cast<size_t>(op.in[op.kind == plan::OpKind::MaxPoolGrad ? 2 : 1])].table;
+  }
+
+  /// Describes each convolution and pooling op for cuDNN where it computes
+  /// the op exactly (CudnnConvolution.h, CudnnPooling.h), opens cuDNN if
+  /// any is, and prepares their calls: each convolution algorithm from the
+  /// on-disk cache or measured now, and the workspace the largest needs. An
+  /// op cuDNN has no allowed algorithm for stays on netc's kernels; the run
+  /// header counts those on cuDNN.
+  Status prepareCudnn(const plan::Plan &plan, int64_t maxBatch) {
+    cudnnOps_.assign(plan.ops.size(), {});
+    cudnnPools_.assign(plan.ops.size(), {});
+    int convolutions = 0, pools = 0;
+    std::vector<size_t> described, pooled;
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      const plan::Op &op = plan.ops[i];
+      if (cuda::cudnnPools(op.kind)) {
+        ++pools;
+        if (options_.variant == "no-cudnn")
+          continue;
+        if (auto shapes = cuda::describePoolingForCudnn(op.get<plan::WindowAttrs>(), poolWindow(plan, op),
+                                                        op.kind != plan::OpKind::MeanPool, maxBatch)) {
+          cudnnPools_[i].shapes = *shapes;
+          pooled.push_back(i);
+        }
+        continue;
+      }
+      if (!cuda::cudnnRuns(op.kind))
+        continue;
+      ++convolutions;
+      if (options_.variant == "no-cudnn")
+        continue;
+      auto table = [&](size_t k) -> const std::vector<int32_t> & {
+        return plan.buffers[static_cast<size_t>(op.in[k])].table;
+      };
+      auto description = cuda::describeForCudnn(op.get<plan::ConvAttrs>(), table(2), table(3));
+      if (!description)
+        continue;
+      auto shapes = cuda::cudnnShapes(*description, maxBatch);
+      if (!shapes)
+        continue;
+      cudnnOps_[i].description = std::move(*description);
+      cudnnOps_[i].shapes = *shapes;
+      described.push_back(i);
+    }
+    if (described.empty() && pooled.empty()) {
+      if (convolutions + pools > 0)
+        cudnnNote_ = fmt::format(", no op on cuDNN{}", options_.variant == "no-cudnn" ? " (no-cudnn)" : "");
+      return Status::success();
+    }
+    auto library = cuda::Cudnn::open(stream_);
+    if (!library)
+      return library.error();
+    cudnn_ = std::move(*library);
+    const std::string cachePath = cuda::algorithmCachePath(
+        std::getenv("NETC_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+    cuda::AlgorithmCache cache = cuda::readAlgorithmCache(cachePath);
+    const cuda::Precision precision = options_.allowTf32 ? cuda::Precision::Tf32 : cuda::Precision::Fp32;
+    const std::string device =
+        fmt::format("{} sm{}{} cudnn{} {}", device_.name, device_.major, device_.minor, cudnn_->version(),
+                    precision == cuda::Precision::Tf32 ? "tf32" : "fp32");
+    int onCudnn = 0, measured = 0;
+    for (size_t i : described) {
+      CudnnOp &c = cudnnOps_[i];
+      const plan::OpKind kind = plan.ops[i].kind;
+      const cuda::CudnnPass pass = kind == plan::OpKind::Convolution ? cuda::CudnnPass::Forward
+                                   : kind == plan::OpKind::ConvolutionGradInput
+                                       ? cuda::CudnnPass::BackwardData
+                                       : cuda::CudnnPass::BackwardFilter;
+      const std::string key = fmt::format("{} {} {}", cuda::passName(pass), device, cuda::shapeKey(c.shapes));
+      auto slot = cudnn_->prepare(pass, c.shapes, precision, key, cache);
+      if (!slot)
+        continue; // netc's kernels compute it
+      c.slot = *slot;
+      workspaceBytes_ = std::max(workspaceBytes_, cudnn_->workspaceBytes(*slot));
+      ++onCudnn;
+      measured += cudnn_->measured(*slot) ? 1 : 0;
+    }
+    // A cache that cannot be written costs a measurement next time, nothing more.
+    if (cache.changed && !cachePath.empty())
+      static_cast<void>(cuda::writeAlgorithmCache(cachePath, cache));
+    int poolsOnCudnn = 0;
+    for (size_t i : pooled)
+      if (auto slot = cudnn_->preparePooling(cudnnPools_[i].shapes)) {
+        cudnnPools_[i].slot = *slot;
+        ++poolsOnCudnn;
+      }
+    cudnnNote_ = fmt::format(", cuDNN {} for {} of {} convolution ops ({} algorithms measured, {} cached)",
+                             cudnn_->version(), onCudnn, convolutions, measured, onCudnn - measured);
+    if (pools > 0)
+      cudnnNote_ += fmt::format(" and {} of {} pooling ops", poolsOnCudnn, pools);
+    return Status::success();
+  }
+
+  /// Op `op`'s cuDNN form where the kernels read it, at `batch` samples.
+  cuda::CudnnOpResources cudnnResources(size_t op, int64_t batch) {
+    CudnnOp &c = cudnnOps_[op];
+    cuda::CudnnOpResources r;
+    r.shapes = c.shapes;
+    if (batch != maxBatch_) { // a partial batch: the same call on fewer samples (which always has a form)
+      if (c.partialBatch != batch)
+        if (auto shapes = cuda::cudnnShapes(c.description, batch)) {
+          c.partial = *shapes;
+          c.partialBatch = batch;
+        }
+      r.shapes = c.partial;
+    }
+    r.netChannel = intsAt(c.netChannelOffset);
+    r.weightRow = intsAt(c.weightRowOffset);
+    r.filter = at(cudnnScratchOffset_);
+    r.values = r.filter + (c.shapes.weightsInPlace ? 0 : plan::alignElements(c.shapes.filterFloats));
+    r.slot = c.slot;
+    return r;
+  }
+
+  /// Pooling op `op`'s cuDNN form where the kernels read it, at `batch` samples.
+  cuda::CudnnPoolResources cudnnPoolResources(size_t op, int64_t batch) {
+    CudnnPool &c = cudnnPools_[op];
+    cuda::CudnnPoolResources r;
+    r.shapes = c.shapes;
+    if (batch != maxBatch_) {
+      if (c.partialBatch != batch) {
+        const plan::Op &o = plan_->ops[op];
+        if (auto shapes = cuda::describePoolingForCudnn(o.get<plan::WindowAttrs>(), poolWindow(*plan_, o),
+                                                        c.shapes.max, batch)) {
+          c.partial = *shapes;
+          c.partialBatch = batch;
+        }
+      }
+      r.shapes = c.partial;
+    }
+    r.values = at(cudnnScratchOffset_);
+    r.slot = c.slot;
     return r;
   }
 
@@ -349,13 +592,27 @@ private:
       cudaFree(block_);
     block_ = nullptr;
     cublas_.reset();
-    if (runDone_)
-      cudaEventDestroy(runDone_);
-    runDone_ = nullptr;
-    for (cudaEvent_t event : inputReady_)
-      if (event)
-        cudaEventDestroy(event);
-    inputReady_.clear();
+    cudnn_.reset();
+    cudnnOps_.clear();
+    cudnnPools_.clear();
+    cudnnNote_.clear();
+    workspaceBytes_ = 0;
+    for (std::vector<cudaEvent_t> *list : {&inputReady_, &slotRead_}) {
+      for (cudaEvent_t event : *list)
+        if (event)
+          cudaEventDestroy(event);
+      list->clear();
+    }
+    for (SmallWrite &block : smallWrites_) {
+      if (block.copied)
+        cudaEventDestroy(block.copied);
+      block.copied = nullptr;
+      block.values = nullptr;
+    }
+    if (pinned_)
+      cudaFreeHost(pinned_);
+    pinned_ = nullptr;
+    pinnedInputs_ = nullptr;
     for (cudaStream_t *stream : {&stream_, &copyStream_})
       if (*stream) {
         cudaStreamDestroy(*stream);
@@ -375,9 +632,25 @@ private:
   void *block_ = nullptr;
   std::vector<void *> pointers_;
   cudaStream_t stream_ = nullptr, copyStream_ = nullptr;
-  cudaEvent_t runDone_ = nullptr;
+  size_t inputSlotCount_ = 0;
   std::vector<cudaEvent_t> inputReady_; // per input slot: its last copy
+  std::vector<cudaEvent_t> slotRead_;   // per input slot: the end of the last run that read it
+  void *pinned_ = nullptr;              // page-locked host memory (allocatePinned)
+  float *pinnedInputs_ = nullptr;       // the input arena's host mirror, inside pinned_
+  static constexpr size_t kSmallWriteFloats = 1024;
+  struct SmallWrite {
+    float *values = nullptr;      // kSmallWriteFloats floats of pinned_
+    cudaEvent_t copied = nullptr; // its last copy's completion
+  };
+  std::array<SmallWrite, 16> smallWrites_;
+  size_t nextSmallWrite_ = 0;
   std::unique_ptr<cuda::Cublas> cublas_;
+  std::unique_ptr<cuda::Cudnn> cudnn_; // null when no op runs on cuDNN
+  std::vector<CudnnOp> cudnnOps_;      // by op index
+  std::vector<CudnnPool> cudnnPools_;  // by op index
+  std::string cudnnNote_;              // for describe()
+  size_t workspaceBytes_ = 0;
+  int64_t cudnnScratchOffset_ = 0, workspaceOffset_ = 0;
   Status error_;
   comm::Communicator *communicator_ = nullptr;
   std::vector<std::string> commNames_;

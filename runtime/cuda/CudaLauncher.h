@@ -1,7 +1,8 @@
-// CudaLauncher.h -- runs the CUDA backend's op dispatch (OpRunner.h) on a GPU:
-// bodies as CUDA kernels on one stream, GEMMs through cuBLAS (loaded on
-// demand, Cublas.h), zeroing with cudaMemsetAsync, the metrics reduction as
-// one block. Declared here for host C++; the kernels and the instantiation of
+// CudaLauncher.h -- runs the CUDA backend's op dispatch (OpRunner.h,
+// CudnnRunner.h) on a GPU: bodies as CUDA kernels on one stream, GEMMs
+// through cuBLAS and convolutions through cuDNN (loaded on demand, Cublas.h,
+// Cudnn.h), zeroing with cudaMemsetAsync, the metrics reduction as one
+// block. Declared here for host C++; the kernels and the instantiation of
 // the dispatch live in DeviceKernels.cu, the only file nvcc compiles.
 // Nothing here synchronises: a launch's own error (a bad configuration, no
 // kernel image for this GPU) is kept as the launcher's status, and errors of
@@ -10,6 +11,8 @@
 #pragma once
 
 #include "codegen/Plan.h"
+#include "runtime/cuda/CudnnConvolution.h"
+#include "runtime/cuda/CudnnPooling.h"
 #include "runtime/cuda/GemmCall.h"
 #include "runtime/cuda/LossBodies.h"
 #include "support/Status.h"
@@ -21,11 +24,15 @@
 namespace netc::runtime::cuda {
 
 struct OpResources;
+struct CudnnOpResources;
+struct CudnnPoolResources;
 class Cublas;
+class Cudnn;
 
 struct CudaLauncher {
   cudaStream_t stream = nullptr;
   const Cublas *cublas = nullptr; // with its handle bound to `stream`
+  Cudnn *cudnnLibrary = nullptr;  // likewise; null when the plan has no cuDNN convolution
   /// The first launch or library call that failed, in words (ok: none);
   /// once set, later calls do nothing.
   Status status;
@@ -36,6 +43,8 @@ struct CudaLauncher {
 
   template <class Body> void elements(const Body &body, int64_t n);
   void gemm(const GemmCall &call);
+  void cudnn(const CudnnCall &call);         // defined in Cudnn.cpp
+  void cudnnPool(const CudnnPoolCall &call); // likewise
   void zero(float *data, int64_t n);
   void reduceMetrics(const MetricsReduceBody &body);
 };
@@ -51,6 +60,12 @@ inline int64_t elementBlocks(int64_t n, int64_t maxBlocks = 65535 * 16) {
 
 /// runOp (OpRunner.h) on the GPU.
 void runOpOnDevice(const plan::Op &op, const OpResources &resources, CudaLauncher &launch);
+/// runCudnnOp (CudnnRunner.h) on the GPU.
+void runCudnnOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnOpResources &cudnn,
+                        CudaLauncher &launch);
+/// runCudnnPoolOp (CudnnRunner.h) on the GPU.
+void runCudnnPoolOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnPoolResources &cudnn,
+                            CudaLauncher &launch);
 /// runBiasActivation (OpRunner.h) on the GPU.
 void runBiasActivationOnDevice(const plan::Op &bias, const plan::Op &activate, const OpResources &resources,
                                CudaLauncher &launch);

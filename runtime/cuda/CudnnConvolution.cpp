@@ -1,6 +1,6 @@
 // CudnnConvolution.cpp -- the cuDNN form of a Plan convolution, checked
-// against the Plan's tables, and host evaluators of what cuDNN computes
-// from it (CudnnConvolution.h).
+// against the Plan's tables, the numbers of its cuDNN calls, and a host
+// evaluator of what cuDNN computes from them (CudnnConvolution.h).
 #include "runtime/cuda/CudnnConvolution.h"
 
 #include "support/MultiIndex.h"
@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <numeric>
 
 namespace netc::runtime::cuda {
@@ -200,60 +202,154 @@ std::optional<CudnnConvolution> describeForCudnn(const plan::ConvAttrs &a, const
   return c;
 }
 
-void convolveOnHost(const CudnnConvolution &c, int64_t batch, const float *x, const float *weights,
-                    const float *bias, float *y, bool accumulate) {
-  // cuDNN's output, packed [batch · fold][outChannels][positions], then Net#'s order with the biases.
-  std::vector<double> out(static_cast<size_t>(batch * c.fold * c.outChannels * c.positions), 0.0);
-  for (int64_t b = 0; b < batch; ++b)
-    forEachTerm(c, [&](int64_t f, int64_t oc, int64_t q, int64_t k, int64_t source) {
-      if (source >= 0)
-        out[static_cast<size_t>(((b * c.fold + f) * c.outChannels + oc) * c.positions + q)] +=
-            double(weights[c.weightRow[static_cast<size_t>(oc)] * c.window + k]) * x[b * c.inputs + source];
-    });
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t f = 0; f < c.fold; ++f)
-      for (int64_t oc = 0; oc < c.outChannels; ++oc)
-        for (int64_t q = 0; q < c.positions; ++q) {
-          const double v =
-              out[static_cast<size_t>(((b * c.fold + f) * c.outChannels + oc) * c.positions + q)] +
-              bias[c.weightRow[static_cast<size_t>(oc)]];
-          float &dst = y[outputNode(c, b, f, oc, q)];
-          dst = static_cast<float>(accumulate ? dst + v : v);
-        }
-}
-
-void convolveDataGradOnHost(const CudnnConvolution &c, int64_t batch, const float *dy, const float *weights,
-                            float *dx, bool accumulate) {
-  std::vector<double> sum(static_cast<size_t>(batch * c.inputs), 0.0);
-  for (int64_t b = 0; b < batch; ++b)
-    forEachTerm(c, [&](int64_t f, int64_t oc, int64_t q, int64_t k, int64_t source) {
-      if (source < 0)
-        return;
-      const double g = dy[outputNode(c, b, f, oc, q)];
-      sum[static_cast<size_t>(b * c.inputs + source)] +=
-          g * weights[c.weightRow[static_cast<size_t>(oc)] * c.window + k];
-    });
-  for (size_t i = 0; i < sum.size(); ++i)
-    dx[i] = static_cast<float>(accumulate ? dx[i] + sum[i] : sum[i]);
-}
-
-void convolveFilterGradOnHost(const CudnnConvolution &c, int64_t batch, const float *dy, const float *x,
-                              float *dWeights, bool accumulate) {
-  std::vector<double> sum(static_cast<size_t>(c.outChannels * c.window), 0.0);
-  for (int64_t b = 0; b < batch; ++b)
-    forEachTerm(c, [&](int64_t f, int64_t oc, int64_t q, int64_t k, int64_t source) {
-      if (source < 0)
-        return;
-      const double g = dy[outputNode(c, b, f, oc, q)];
-      sum[static_cast<size_t>(c.weightRow[static_cast<size_t>(oc)] * c.window + k)] +=
-          g * x[b * c.inputs + source];
-    });
-  for (int64_t r = 0; r < c.outChannels; ++r)
-    for (int64_t k = 0; k < c.window; ++k) {
-      float &dst = dWeights[r * c.window + k];
-      const double v = sum[static_cast<size_t>(r * c.window + k)];
-      dst = static_cast<float>(accumulate ? dst + v : v);
+Expected<CudnnShapes> cudnnShapes(const CudnnConvolution &c, int64_t batch) {
+  const size_t spatial = c.inExtent.size() + (c.fold > 1 ? 1 : 0);
+  if (spatial > 3)
+    return fail("maps in the batch with three spatial dimensions have no cuDNN form");
+  CudnnShapes s;
+  s.rank = static_cast<int>(spatial) + 2;
+  std::vector<int64_t> xDims{batch, c.fold > 1 ? 1 : c.inChannels}, xStrides{c.inputs, c.channelStride},
+      wDims{c.outChannels, c.inChannels / c.groups}, yDims{batch, c.outChannels};
+  std::vector<int64_t> pad, stride;
+  if (c.fold > 1) { // the items of a sample as a leading spatial dimension, kernel 1
+    xStrides[1] = c.fold * c.itemStride;
+    xDims.push_back(c.fold);
+    xStrides.push_back(c.itemStride);
+    wDims.push_back(1);
+    yDims.push_back(c.fold);
+    pad.push_back(0);
+    stride.push_back(1);
+  }
+  for (size_t d = 0; d < c.inExtent.size(); ++d) {
+    xDims.push_back(c.inExtent[d]);
+    xStrides.push_back(c.spatialStride[d]);
+    wDims.push_back(c.kernel[d]);
+    yDims.push_back(c.outExtent[d]);
+    pad.push_back(c.pad[d]);
+    stride.push_back(c.stride[d]);
+  }
+  // cuDNN's output, packed.
+  std::vector<int64_t> yStrides(yDims.size(), 1);
+  for (size_t d = yDims.size() - 1; d-- > 0;)
+    yStrides[d] = yStrides[d + 1] * yDims[d + 1];
+  auto narrow = [&](const std::vector<int64_t> &from, auto &to, const char *what) -> Status {
+    for (size_t d = 0; d < from.size(); ++d) {
+      if (from[d] < 0 || from[d] > INT_MAX)
+        return fail(fmt::format("the convolution's {} ({}) exceeds cuDNN's int sizes; use a smaller --batch",
+                                what, from[d]));
+      to[d] = static_cast<int>(from[d]);
     }
+    return Status::success();
+  };
+  for (Status st : {narrow(xDims, s.xDims, "input dimensions"), narrow(xStrides, s.xStrides, "input strides"),
+                    narrow(wDims, s.wDims, "filter dimensions"), narrow(yDims, s.yDims, "output dimensions"),
+                    narrow(yStrides, s.yStrides, "output strides"), narrow(pad, s.pad, "pads"),
+                    narrow(stride, s.stride, "strides")})
+    if (!st)
+      return fail(st.message());
+  if (batch * c.inputs > INT_MAX || batch * c.outputs > INT_MAX)
+    return fail(
+        fmt::format("a batch of {} exceeds cuDNN's 2^31 elements per tensor; use a smaller --batch", batch));
+  for (size_t d = 0; d < spatial; ++d)
+    s.dilation[d] = 1;
+  s.groups = static_cast<int>(c.groups);
+  s.xOffset = c.viewOffset;
+  s.weightsInPlace = true;
+  for (size_t r = 0; r < c.weightRow.size(); ++r)
+    s.weightsInPlace = s.weightsInPlace && c.weightRow[r] == static_cast<int32_t>(r);
+  s.outputInPlace = c.fold > 1 || c.identityLayout();
+  s.coversInput =
+      c.viewOffset == 0 && product(std::vector<int64_t>(xDims.begin() + 1, xDims.end())) == c.inputs;
+  s.channels = c.outChannels;
+  s.channelLength = c.fold * c.positions;
+  s.filterFloats = c.outChannels * c.window;
+  return s;
+}
+
+std::string shapeKey(const CudnnShapes &s) {
+  auto list = [&](const auto &v, int n) {
+    std::string out;
+    for (int d = 0; d < n; ++d)
+      out += fmt::format("{}{}", d ? "," : "", v[static_cast<size_t>(d)]);
+    return out;
+  };
+  return fmt::format("x={}/{} w={} y={}/{} pad={} stride={} groups={}", list(s.xDims, s.rank),
+                     list(s.xStrides, s.rank), list(s.wDims, s.rank), list(s.yDims, s.rank),
+                     list(s.yStrides, s.rank), list(s.pad, s.rank - 2), list(s.stride, s.rank - 2), s.groups);
+}
+
+const char *passName(CudnnPass pass) {
+  switch (pass) {
+  case CudnnPass::Forward: return "forward";
+  case CudnnPass::BackwardData: return "backward-data";
+  case CudnnPass::BackwardFilter: return "backward-filter";
+  }
+  return "?";
+}
+
+void cudnnCallOnHost(const CudnnCall &call) {
+  const CudnnShapes &s = *call.shapes;
+  const int spatial = s.rank - 2;
+  const int64_t batch = s.xDims[0], outChannels = s.wDims[0], perGroup = s.wDims[1];
+  const int64_t outPerGroup = outChannels / s.groups;
+  std::vector<int64_t> outExtent, kernel, inExtent;
+  for (int d = 0; d < spatial; ++d) {
+    outExtent.push_back(s.yDims[static_cast<size_t>(d + 2)]);
+    kernel.push_back(s.wDims[static_cast<size_t>(d + 2)]);
+    inExtent.push_back(s.xDims[static_cast<size_t>(d + 2)]);
+  }
+  const int64_t cells = product(kernel);
+  // Every term: (x element, w element, y element), in cuDNN's indexing.
+  auto forEach = [&](auto body) {
+    std::vector<int64_t> q(static_cast<size_t>(spatial)), cell(static_cast<size_t>(spatial));
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t k = 0; k < outChannels; ++k) {
+        const int64_t group = k / outPerGroup;
+        std::fill(q.begin(), q.end(), 0);
+        do {
+          int64_t y = n * s.yStrides[0] + k * s.yStrides[1];
+          for (int d = 0; d < spatial; ++d)
+            y += q[static_cast<size_t>(d)] * s.yStrides[static_cast<size_t>(d + 2)];
+          for (int64_t ci = 0; ci < perGroup; ++ci) {
+            std::fill(cell.begin(), cell.end(), 0);
+            int64_t flat = 0;
+            do {
+              int64_t x = n * s.xStrides[0] + (group * perGroup + ci) * s.xStrides[1];
+              bool inside = true;
+              for (int d = 0; d < spatial; ++d) {
+                const size_t u = static_cast<size_t>(d);
+                const int64_t at = q[u] * s.stride[u] - s.pad[u] + cell[u];
+                inside = inside && at >= 0 && at < inExtent[u];
+                x += at * s.xStrides[u + 2];
+              }
+              if (inside)
+                body(x, (k * perGroup + ci) * cells + flat, y);
+              ++flat;
+            } while (advanceRowMajor(cell, kernel));
+          }
+        } while (advanceRowMajor(q, outExtent));
+      }
+  };
+  std::map<int64_t, double> sums; // by output element: every element the call writes
+  auto store = [&](float &dst, double sum) { dst = static_cast<float>(sum + double(call.beta) * dst); };
+  switch (call.pass) {
+  case CudnnPass::Forward:
+    forEach([&](int64_t x, int64_t w, int64_t y) { sums[y] += double(call.x[x]) * call.w[w]; });
+    // Outputs with no term (all padding) are written too.
+    forEachStridedElement(s.yDims, s.yStrides, s.rank, [&](int64_t y) { sums.try_emplace(y, 0.0); });
+    break;
+  case CudnnPass::BackwardData:
+    forEach([&](int64_t x, int64_t w, int64_t y) { sums[x] += double(call.dy[y]) * call.w[w]; });
+    forEachStridedElement(s.xDims, s.xStrides, s.rank, [&](int64_t x) { sums.try_emplace(x, 0.0); });
+    break;
+  case CudnnPass::BackwardFilter:
+    forEach([&](int64_t x, int64_t w, int64_t y) { sums[w] += double(call.x[x]) * call.dy[y]; });
+    for (int64_t w = 0; w < outChannels * perGroup * cells; ++w)
+      sums.try_emplace(w, 0.0);
+    break;
+  }
+  for (const auto &[at, sum] : sums)
+    store(call.out[at], sum);
 }
 
 } // namespace netc::runtime::cuda

@@ -20,11 +20,15 @@
 // through the table kernels (TableBodies.h). A description is accepted only
 // if the gather and scatter tables it implies equal the Plan's, so it can
 // never disagree with the reference. The channel permutation and the weight
-// rows are tables the permute bodies and the host evaluator share.
+// rows are tables the permutation body (ElementBodies.h) reads; the call
+// numbers (CudnnShapes) and cuDNN's semantics on the host (cudnnCallOnHost)
+// let CI run the backend's whole cuDNN path (CudnnRunner.h) without a GPU.
 #pragma once
 
 #include "codegen/Plan.h"
+#include "support/Status.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,16 +69,53 @@ std::optional<CudnnConvolution> describeForCudnn(const plan::ConvAttrs &attrs,
                                                  const std::vector<int32_t> &scatter,
                                                  std::string *reason = nullptr);
 
-/// cuDNN's forward pass on the host, then the permutation into Net#'s order:
-/// y (+)= conv(x, w) + bias for `batch` samples (Net# layout, sample-major,
-/// weights and biases as the Plan keeps them). In double, rounded once.
-void convolveOnHost(const CudnnConvolution &c, int64_t batch, const float *x, const float *weights,
-                    const float *bias, float *y, bool accumulate);
-/// cuDNN's backward-data pass on the host: dx (+)= convᵀ(dy, w).
-void convolveDataGradOnHost(const CudnnConvolution &c, int64_t batch, const float *dy, const float *weights,
-                            float *dx, bool accumulate);
-/// cuDNN's backward-filter pass on the host: dW (+)= Σ dy ⊗ x, in the Plan's weight rows.
-void convolveFilterGradOnHost(const CudnnConvolution &c, int64_t batch, const float *dy, const float *x,
-                              float *dWeights, bool accumulate);
+/// The numbers a cuDNN convolution call takes for `batch` samples of `c`:
+/// NC + 2 or 3 spatial dimensions, element strides, the filter, pads,
+/// strides and groups. Maps in batch (fold > 1) become a third spatial
+/// dimension of extent `fold` with a kernel of 1, so cuDNN's packed NCDHW
+/// output is Net#'s channel order (channel m · fold + f) and needs no
+/// permutation; with three spatial dimensions already that is refused.
+struct CudnnShapes {
+  int rank = 4; // tensor rank: 4 or 5
+  std::array<int, 5> xDims{}, xStrides{}, wDims{}, yDims{}, yStrides{};
+  std::array<int, 3> pad{}, stride{}, dilation{}; // rank − 2 used
+  int groups = 1;
+  int64_t xOffset = 0;        // a sample's first input element (the view's start)
+  bool outputInPlace = true;  // cuDNN's output order is Net#'s: no output permutation
+  bool weightsInPlace = true; // the Plan's weight rows are cuDNN's filter rows
+  bool coversInput = true;    // the view reads every input node (else backward data clears the rest)
+  int64_t channels = 1;       // output channels (rows of the permutation and of the bias)
+  int64_t channelLength = 1;  // floats per output channel per sample (bias added to each)
+  int64_t filterFloats = 0;   // channels × weights per row
+};
+
+/// `c`'s call numbers for `batch` samples; an error when a size exceeds
+/// cuDNN's int dimensions or the form cannot be described.
+Expected<CudnnShapes> cudnnShapes(const CudnnConvolution &c, int64_t batch);
+
+/// The shapes as text, one line (the algorithm cache's key; golden in tests).
+std::string shapeKey(const CudnnShapes &s);
+
+/// Which cuDNN convolution routine a call is.
+enum class CudnnPass { Forward, BackwardData, BackwardFilter };
+const char *passName(CudnnPass pass);
+
+/// One cuDNN convolution call, as the device runs it: out = conv + beta · out
+/// for the forward pass (reads x, w), the data gradient (reads w, dy; out at
+/// the input view) or the filter gradient (reads x, dy). `slot` names the
+/// op's prepared descriptors and algorithm on the device.
+struct CudnnCall {
+  CudnnPass pass = CudnnPass::Forward;
+  const CudnnShapes *shapes = nullptr;
+  const float *x = nullptr, *w = nullptr, *dy = nullptr;
+  float *out = nullptr;
+  float beta = 0.0f;
+  int slot = -1;
+};
+
+/// What cudnnConvolution{Forward,BackwardData,BackwardFilter} computes for
+/// `call`, on the host, straight from its shapes and strides (in double,
+/// rounded once): how CI checks the call numbers without a GPU.
+void cudnnCallOnHost(const CudnnCall &call);
 
 } // namespace netc::runtime::cuda

@@ -2,11 +2,12 @@
 // kernel template that runs any host/device body (ElementBodies.h and its
 // siblings) one element per thread, the one-block metrics reduction (the
 // lane functions of LossBodies.h with a barrier between tree steps), the
-// launcher's members (CudaLauncher.h), and the op dispatch of OpRunner.h
-// instantiated for that launcher. The logic of every body runs in CI on the
+// launcher's members (CudaLauncher.h), and the op dispatch of OpRunner.h and
+// CudnnRunner.h instantiated for that launcher. The logic of every body runs in CI on the
 // host (HostLauncher.h); this file only maps it onto threads.
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
+#include "runtime/cuda/CudnnRunner.h"
 #include "runtime/cuda/OpRunner.h"
 
 #include <string>
@@ -85,6 +86,16 @@ void CudaLauncher::reduceMetrics(const MetricsReduceBody &body) {
 
 void runOpOnDevice(const plan::Op &op, const OpResources &resources, CudaLauncher &launch) {
   runOp(op, resources, launch);
+}
+
+void runCudnnOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnOpResources &cudnn,
+                        CudaLauncher &launch) {
+  runCudnnOp(op, resources, cudnn, launch);
+}
+
+void runCudnnPoolOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnPoolResources &cudnn,
+                            CudaLauncher &launch) {
+  runCudnnPoolOp(op, resources, cudnn, launch);
 }
 
 void runBiasActivationOnDevice(const plan::Op &bias, const plan::Op &activate, const OpResources &resources,

@@ -8,7 +8,8 @@
 // sample-major (sample b's node i at b * nodes + i), as cuBLAS and cuDNN
 // read them. Here: input slices, bias, the output functions with their
 // gradients (softmax per row), the bias gradient, and the fused bias +
-// output function.
+// output function, and the row permutation between cuDNN's channel order
+// and Net#'s.
 #pragma once
 
 #include "runtime/core/ActivationMath.h"
@@ -153,6 +154,35 @@ struct BiasGradBody {
     for (int64_t b = chunks.first(i); b < chunks.last(i); ++b)
       sum += dy[b * nodes + node];
     storeValue(out[i], sum, accumulate);
+  }
+};
+
+/// Rows of `length` floats between cuDNN's order and Net#'s (a grouped
+/// convolution's channels, its filter rows), in blocks of `rows` rows (a
+/// sample's channels; one block of filter rows): cuDNN row r of a block is
+/// Net#'s row map[r] of that block (null map: the same row). Element i of
+/// the cuDNN side, [blocks × rows × length]. Towards cuDNN it gathers,
+/// to[i] = from[Net#]; back it scatters, to[Net#] (+)= from[i], adding
+/// bias[biasRow[r]] (biasRow null: bias[r]) where there is a bias. With
+/// from == to, no map and no accumulation it adds the bias in place.
+struct PermuteRowsBody {
+  const float *from;
+  float *to;
+  const int32_t *map, *biasRow;
+  const float *bias;
+  int64_t rows, length;
+  bool towardsCudnn, accumulate;
+  NETC_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t block = i / (rows * length), r = (i / length) % rows, k = i % length;
+    const int64_t net = (block * rows + (map ? map[r] : r)) * length + k;
+    if (towardsCudnn) {
+      to[i] = from[net];
+      return;
+    }
+    float value = from[i];
+    if (bias)
+      value += bias[biasRow ? biasRow[r] : r];
+    storeValue(to[net], value, accumulate);
   }
 };
 

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string_view>
 
 namespace netc::numeric {
@@ -35,9 +36,13 @@ std::string &backendUnderTest() {
 /// interface as Machine, through the Backend interface only.
 class GpuMachine {
 public:
-  GpuMachine(const plan::Plan &plan, int64_t batch, bool checkEachOp = true) : plan_(&plan), batch_(batch) {
+  /// `variant`: BackendOptions::variant ("no-cudnn": netc's own convolution kernels).
+  GpuMachine(const plan::Plan &plan, int64_t batch, bool checkEachOp = true, std::string variant = "")
+      : plan_(&plan), batch_(batch) {
     runtime::BackendOptions options;
     options.checkEachOp = checkEachOp;
+    if (backendUnderTest() == "cuda")
+      options.variant = std::move(variant);
     auto created = runtime::createBackend(backendUnderTest(), options);
     EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.message());
     if (!created.ok())
@@ -57,14 +62,16 @@ public:
       if (isFloatData(plan_->buffers[b]) && !state[b].empty())
         backend_->write(static_cast<int>(b), state[b]);
   }
-  void run(size_t first, size_t last, float learningRate = 0.1f, int64_t step = 1) {
+  /// Ops [first, last) on `samples` samples (0: the loaded batch).
+  void run(size_t first, size_t last, float learningRate = 0.1f, int64_t step = 1, int64_t samples = 0) {
+    const int64_t n = samples > 0 ? samples : batch_;
     plan::UpdateRule rule;
     for (const plan::Op &op : plan_->ops)
       if (op.kind == plan::OpKind::Update)
         rule = op.get<plan::UpdateAttrs>().rule;
-    backend_->write(plan_->scalars, optim::stepScalars(rule, learningRate, step, batch_, batch_));
+    backend_->write(plan_->scalars, optim::stepScalars(rule, learningRate, step, double(n), n));
     backend_->write(plan_->metrics, std::vector<float>(plan::kMetricCount, 0.0f));
-    if (Status ran = backend_->run(first, last, batch_); !ran)
+    if (Status ran = backend_->run(first, last, n); !ran)
       ADD_FAILURE() << ran.message();
     backend_->synchronize();
   }
@@ -77,16 +84,21 @@ private:
 
 class GpuParity : public ::testing::TestWithParam<NetCase> {};
 
-/// Op by op against the reference: batches 1, 3 and 19.
+/// Op by op against the reference: batches 1, 3 and 19, with convolutions
+/// on cuDNN where it computes them and on netc's own kernels.
 TEST_P(GpuParity, EachOpMatchesItsReference) {
   const NetCase &net = GetParam();
   Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
   const plan::Plan &plan = compiled.plan;
   ASSERT_GT(plan.ops.size(), 0u);
-  for (int64_t batch : {int64_t{1}, int64_t{3}, int64_t{19}}) {
-    SCOPED_TRACE(fmt::format("batch {}", batch));
+  for (auto [batch, variant] : {std::pair{int64_t{1}, ""},
+                                {int64_t{3}, ""},
+                                {int64_t{19}, ""},
+                                {int64_t{3}, "no-cudnn"},
+                                {int64_t{19}, "no-cudnn"}}) {
+    SCOPED_TRACE(fmt::format("batch {} {}", batch, variant));
     Machine reference(plan, batch, {1, true, {}});
-    GpuMachine gpu(plan, batch);
+    GpuMachine gpu(plan, batch, true, variant);
     reference.restore(randomState(plan, batch, 1000u + static_cast<uint32_t>(batch)));
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       const State before = reference.snapshot();
@@ -132,6 +144,85 @@ TEST(GpuTraining, ExampleStepsMatchTheCpu) {
       EXPECT_NEAR(lg, lc, 1e-3 * std::max(1.0f, std::abs(lc))) << "step " << step;
     }
   }
+}
+
+/// The examples' convolutions run on cuDNN (every one of their forms has a
+/// cuDNN description), with algorithms measured once and then taken from
+/// the cache; and a partial batch (fewer samples than loaded, as an epoch's
+/// last) gives the CPU's loss.
+TEST(GpuCudnn, TheExamplesConvolutionsRunOnCudnnAndPartialBatchesMatch) {
+  if (backendUnderTest() != "cuda")
+    GTEST_SKIP() << "cuDNN is the cuda backend's";
+  const auto cache = std::filesystem::temp_directory_path() / fmt::format("netc-gpu-cache-{}", ::getpid());
+  std::filesystem::remove_all(cache);
+  ::setenv("NETC_CACHE_DIR", cache.c_str(), 1);
+  for (std::string example : {"mnist", "lenet5"}) {
+    SCOPED_TRACE(example);
+    Compiled c = compileAndPlan(readFile(sourcePath("examples/" + example + ".net")));
+    const plan::Plan &plan = c.plan;
+    int convolutions = 0;
+    for (const plan::Op &op : plan.ops)
+      convolutions += op.kind == plan::OpKind::Convolution || op.kind == plan::OpKind::ConvolutionGradInput ||
+                      op.kind == plan::OpKind::ConvolutionGradWeights;
+    const int64_t batch = 32, partial = 13;
+    const State initial = randomState(plan, batch, 5);
+    for (const char *expected : {" algorithms measured, 0 cached", "(0 algorithms measured"}) {
+      GpuMachine gpu(plan, batch, false);
+      const std::string device = gpu.backend().describe().device;
+      EXPECT_NE(device.find(fmt::format("for {0} of {0} convolution ops", convolutions)), std::string::npos)
+          << device;
+      EXPECT_NE(device.find(expected), std::string::npos) << device;
+      Machine cpu(plan, partial, {1, false, {}});
+      State cut = initial;
+      for (size_t b = 0; b < plan.buffers.size(); ++b) // the first `partial` samples of batch-scaled buffers
+        if (plan.buffers[b].batchScaled() && !cut[b].empty())
+          cut[b].resize(static_cast<size_t>(elementsOf(plan.buffers[b], partial)));
+      cpu.restore(cut);
+      gpu.restore(initial);
+      cpu.run(0, plan.ops.size(), 0.05f, 1);
+      gpu.run(0, plan.ops.size(), 0.05f, 1, partial);
+      const float lc = cpu.read(plan.metrics)[0], lg = gpu.read(plan.metrics)[0];
+      EXPECT_NEAR(lg, lc, 1e-3 * std::max(1.0f, std::abs(lc)));
+      for (const plan::Parameter &p : plan.parameters)
+        EXPECT_TRUE(valuesClose(p.name, gpu.read(p.buffer), cpu.read(p.buffer)));
+    }
+  }
+  ::unsetenv("NETC_CACHE_DIR");
+  std::filesystem::remove_all(cache);
+}
+
+/// Max pooling on cuDNN (LeNet-5's pools have no dummy cells) over inputs
+/// with ties: each window's gradient goes to its first maximal cell, bit for
+/// bit as the reference's -- the rule netc requires before it lets cuDNN
+/// compute a max-pool gradient.
+TEST(GpuCudnn, MaxPoolTiesGoToTheFirstMaximalCell) {
+  if (backendUnderTest() != "cuda")
+    GTEST_SKIP() << "cuDNN is the cuda backend's";
+  Compiled c = compileAndPlan(readFile(sourcePath("examples/lenet5.net")));
+  const plan::Plan &plan = c.plan;
+  const int64_t batch = 16;
+  GpuMachine gpu(plan, batch);
+  const std::string device = gpu.backend().describe().device;
+  EXPECT_NE(device.find("and 4 of 4 pooling ops"), std::string::npos) << device;
+  Machine reference(plan, batch, {1, true, {}});
+  int checked = 0;
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const plan::Op &op = plan.ops[i];
+    if (op.kind != plan::OpKind::MaxPool && op.kind != plan::OpKind::MaxPoolGrad)
+      continue;
+    SCOPED_TRACE(describeOp(plan, i));
+    State state = randomState(plan, batch, 9);
+    std::mt19937 rng(static_cast<uint32_t>(i));
+    for (float &v : state[static_cast<size_t>(op.in[op.kind == plan::OpKind::MaxPoolGrad ? 1 : 0])])
+      v = float(std::uniform_int_distribution<int>(0, 2)(rng)); // most windows hold several maxima
+    reference.restore(state);
+    reference.run(i, i + 1);
+    gpu.restore(state);
+    gpu.run(i, i + 1);
+    EXPECT_TRUE(bitIdentical(plan::opName(op.kind), gpu.read(op.out[0]), reference.read(op.out[0])));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 /// A checkpoint written from the GPU loads on the CPU with every parameter

@@ -1,14 +1,16 @@
 // CudaHostTest.cpp -- the CUDA backend's pure host functions, which run
 // without a GPU (in CI): which compute capabilities a build runs on, the
-// cuBLAS math mode per precision (FP32 never means TF32), the int arguments
+// cuBLAS and cuDNN math modes per precision (FP32 never means TF32), the int arguments
 // cublasSgemm takes and the refusal of sizes beyond them, and the element
 // kernels' grid.
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
+#include "runtime/cuda/Cudnn.h"
 #include "runtime/cuda/DeviceProbe.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 
 namespace netc::runtime::cuda {
@@ -31,6 +33,15 @@ TEST(CudaCublas, Fp32NeverAllowsTf32) {
   EXPECT_EQ(cublasMathMode(Precision::Fp32), CUBLAS_DEFAULT_MATH);
   EXPECT_EQ(cublasMathMode(Precision::Tf32), CUBLAS_TF32_TENSOR_OP_MATH);
   EXPECT_EQ(cublasLibraryName(), "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR));
+}
+
+TEST(CudaCudnn, Fp32ConvolutionsUseFmaMathOnly) {
+  EXPECT_EQ(cudnnMathType(Precision::Fp32), CUDNN_FMA_MATH);
+  EXPECT_EQ(allowedMathTypes(Precision::Fp32), std::vector<int>{CUDNN_FMA_MATH});
+  EXPECT_EQ(cudnnMathType(Precision::Tf32), CUDNN_DEFAULT_MATH);
+  const std::vector<int> tf32 = allowedMathTypes(Precision::Tf32);
+  EXPECT_NE(std::find(tf32.begin(), tf32.end(), CUDNN_TENSOR_OP_MATH), tf32.end());
+  EXPECT_EQ(cudnnLibraryName(), "libcudnn.so." + std::to_string(CUDNN_MAJOR));
 }
 
 TEST(CudaCublas, SgemmArgumentsAndTheirLimits) {
