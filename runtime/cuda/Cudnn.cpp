@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace netc::runtime::cuda {
@@ -246,9 +247,12 @@ Expected<int> Cudnn::prepare(CudnnPass pass, const CudnnShapes &s, Precision pre
     return fail(st.message());
 
   CachedAlgorithm choice;
-  if (auto cached = cache.entries.find(key); cached != cache.entries.end()) {
-    choice = cached->second;
-  } else { // measure every algorithm (cuDNN allocates what it needs for this)
+  const std::vector<int> allowed = allowedMathTypes(precision);
+  auto cached = cache.entries.find(key);
+  if (cached != cache.entries.end() &&
+      std::find(allowed.begin(), allowed.end(), cached->second.mathType) != allowed.end()) {
+    choice = cached->second; // (an entry whose math the precision forbids is measured again)
+  } else {                   // measure every algorithm (cuDNN allocates what it needs for this)
     constexpr int kMost = 16;
     std::vector<AlgorithmTrial> trials;
     int returned = 0;
@@ -282,7 +286,6 @@ Expected<int> Cudnn::prepare(CudnnPass pass, const CudnnShapes &s, Precision pre
     }
     if (!found)
       return fail(found.message());
-    const std::vector<int> allowed = allowedMathTypes(precision);
     const std::optional<size_t> pick = pickTrial(trials, allowed, kWorkspaceLimit);
     if (!pick)
       return fail(fmt::format("cuDNN offers no {} algorithm with {} math for {}", passName(pass),
