@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string_view>
 
@@ -187,6 +188,29 @@ TEST(GpuCudnn, TheExamplesConvolutionsRunOnCudnnAndPartialBatchesMatch) {
         EXPECT_TRUE(valuesClose(p.name, gpu.read(p.buffer), cpu.read(p.buffer)));
     }
   }
+  ::unsetenv("NETC_CACHE_DIR");
+  std::filesystem::remove_all(cache);
+}
+
+/// An algorithm cache whose entries name TF32 math (a damaged or edited
+/// file) is not trusted under FP32: every convolution is measured again.
+TEST(GpuCudnn, ACachedTf32AlgorithmIsNotUsedForFp32) {
+  if (backendUnderTest() != "cuda")
+    GTEST_SKIP() << "cuDNN is the cuda backend's";
+  const auto cache = std::filesystem::temp_directory_path() / fmt::format("netc-gpu-tf32-{}", ::getpid());
+  std::filesystem::remove_all(cache);
+  ::setenv("NETC_CACHE_DIR", cache.c_str(), 1);
+  Compiled c = compileAndPlan(readFile(sourcePath("examples/mnist.net")));
+  { GpuMachine first(c.plan, 16, false); } // measures and writes the cache
+  const std::string file = (cache / "cudnn-algorithms.tsv").string();
+  std::string text = readFile(file);
+  ASSERT_NE(text.find("\t3\n"), std::string::npos) << text; // CUDNN_FMA_MATH
+  for (size_t at; (at = text.find("\t3\n")) != std::string::npos;)
+    text.replace(at, 3, "\t1\n"); // CUDNN_TENSOR_OP_MATH
+  std::ofstream(file, std::ios::trunc) << text;
+  GpuMachine again(c.plan, 16, false);
+  const std::string device = again.backend().describe().device;
+  EXPECT_NE(device.find("(5 algorithms measured, 0 cached)"), std::string::npos) << device;
   ::unsetenv("NETC_CACHE_DIR");
   std::filesystem::remove_all(cache);
 }
