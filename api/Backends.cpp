@@ -92,6 +92,7 @@ Expected<BackendSetup> backendSetup(const DeviceSettings &s,
   setup.options.device = choice->device;
   setup.options.variant = std::string(s.cpuIsa);
   setup.options.checkEachOp = s.cudaDebug;
+  setup.options.captureGraphs = s.cudaGraphs;
   setup.options.allowTf32 = s.precision == "tf32";
   return setup;
 }

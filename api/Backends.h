@@ -42,7 +42,7 @@ chooseDevice(std::string_view device, std::string_view backend, int localRank,
 /// TrainSettings, ModelOptions and BenchSettings of the same names).
 struct DeviceSettings {
   std::string_view device, backend, precision, cpuIsa;
-  bool cudaDebug = false;
+  bool cudaDebug = false, cudaGraphs = true;
   int threads = 0, localRank = 0;
 };
 

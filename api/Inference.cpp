@@ -152,7 +152,7 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   impl->batch = options.batch;
   impl->name = compiled.network->name();
   auto setup = backendSetup({options.device, options.backend, options.precision, options.cpuIsa,
-                             options.cudaDebug, options.threads, 0});
+                             options.cudaDebug, options.cudaGraphs, options.threads, 0});
   if (!setup) {
     result.failure = FailureKind::Usage;
     result.error = setup.message();
@@ -353,7 +353,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   }
   result.trainBytesPerBatch = double(trainPlan->bytesPerBatch(s.batch));
   result.inferBytesPerBatch = double(inferPlan->bytesPerBatch(s.batch));
-  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug,
+  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug, s.cudaGraphs,
                              training::threadsPerRank(s.threads, s.launch), s.launch.localRank});
   if (!setup) {
     result.failure = FailureKind::Usage;

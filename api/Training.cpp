@@ -83,12 +83,12 @@ int64_t runBatch(const TrainSettings &s) {
 }
 
 /// Creates the backend --device and --backend name (with --threads, its
-/// variant --cpu-isa, --precision and --cuda-debug) and loads the plan for
+/// variant --cpu-isa, --precision, --cuda-debug and --cuda-graphs) and loads the plan for
 /// batches of --batch samples; `deviceNote` gets what --device auto chose and why.
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
                                                       comm::Communicator &comm, std::string &deviceNote) {
   // A device per rank (the CUDA backend): local rank r uses GPU N + r.
-  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug,
+  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug, s.cudaGraphs,
                              threadsPerRank(s.threads, s.launch), s.launch.localRank});
   if (!setup)
     return usage(setup.message());

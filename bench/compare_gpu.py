@@ -6,8 +6,9 @@ with a synthetic batch resident on the device, it runs
 
   netc bench FILE --device cuda --batch 128 --warmup W --iterations I --repeats R --format json
     --resident-input (the batch copied in once, like PyTorch's), and again without it (the trainer's
-    step, which copies its batch in first: reported beside, with no PyTorch counterpart), and once
-    with --profile (each op on its own, waited for) for where the time goes;
+    step, which copies its batch in first: reported beside, with no PyTorch counterpart), again with
+    --cuda-graphs off (each op launched on its own instead of the captured step), and once with
+    --profile (each op on its own, waited for) for where the time goes;
   PyTorch 2.x on the same GPU: the same network (bench/torch_reference.py's SeedNet and LeNet5),
     torch.backends.cudnn.allow_tf32 = False, torch.backends.cuda.matmul.allow_tf32 = False,
     torch.set_float32_matmul_precision("highest"), SGD with momentum, one optimizer step per batch,
@@ -89,9 +90,10 @@ def torch_side(net, batch, warmup, iters, repeats):
             "gpu": torch.cuda.get_device_name(0)}
 
 
-def netc_side(netc, path, batch, warmup, iters, repeats, resident=True, profile=False):
+def netc_side(netc, path, batch, warmup, iters, repeats, resident=True, profile=False, graphs=True):
     cmd = [netc, "bench", path, "--device", "cuda", "--batch", str(batch), "--warmup", str(warmup),
-           "--iterations", str(iters), "--repeats", str(repeats), "--format", "json"]
+           "--iterations", str(iters), "--repeats", str(repeats), "--format", "json",
+           "--cuda-graphs", "on" if graphs else "off"]
     cmd += ["--resident-input"] if resident else []
     cmd += ["--profile"] if profile else []
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
@@ -126,7 +128,7 @@ def main():
 
     results, failures = {}, []
     for net in nets:
-        netc_runs, copy_runs, torch_runs, last_netc, last_torch = [], [], [], None, None
+        netc_runs, copy_runs, plain_runs, torch_runs, last_netc, last_torch = [], [], [], [], None, None
         for r in range(args.rounds):
             sides = ["netc", "torch"] if r % 2 == 0 else ["torch", "netc"]
             for side in sides:
@@ -146,8 +148,12 @@ def main():
                         copied = netc_side(args.netc, NETS[net], args.batch, args.warmup, args.iters,
                                            args.repeats, resident=False)
                         copy_runs.append(copied["train_images_per_sec"])
+                        # The same step issued op by op: what the graph saves.
+                        plain = netc_side(args.netc, NETS[net], args.batch, args.warmup, args.iters,
+                                          args.repeats, graphs=False)
+                        plain_runs.append(plain["train_images_per_sec"])
                     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
-                        failures.append(f"{net} (copying its batch): {error}")
+                        failures.append(f"{net} (copying its batch, or without graphs): {error}")
                 else:
                     last_torch = torch_side(net, args.batch, args.warmup, args.iters, args.repeats)
                     torch_runs.append(last_torch["train_images_per_sec"])
@@ -164,7 +170,9 @@ def main():
             failures.append(f"{net} --profile: {error}")
         results[net] = {"netc_train_images_per_sec": n, "torch_train_images_per_sec": t, "ratio": n / t,
                         "netc_copying_images_per_sec": statistics.median(copy_runs) if copy_runs else None,
-                        "netc_runs": netc_runs, "netc_copying_runs": copy_runs, "torch_runs": torch_runs,
+                        "netc_no_graphs_images_per_sec": statistics.median(plain_runs) if plain_runs else None,
+                        "netc_runs": netc_runs, "netc_copying_runs": copy_runs, "netc_no_graphs_runs": plain_runs,
+                        "torch_runs": torch_runs,
                         "netc_profile": profile,
                         "netc_launches_per_step": last_netc.get("launches_per_step"),
                         "netc_device_bytes": last_netc.get("device_bytes"),
@@ -182,6 +190,10 @@ def main():
         if r["netc_copying_images_per_sec"]:
             print(f"{net}: netc copying its batch in before each step (the trainer's step): "
                   f"{r['netc_copying_images_per_sec']:,.0f} images/s")
+        if r["netc_no_graphs_images_per_sec"]:
+            print(f"{net}: netc with --cuda-graphs off (each op launched on its own): "
+                  f"{r['netc_no_graphs_images_per_sec']:,.0f} images/s; the graph is "
+                  f"{r['netc_train_images_per_sec'] / r['netc_no_graphs_images_per_sec']:.2f}x that")
         top = sorted(r["netc_profile"], key=lambda p: -p["microseconds"])[:8]
         if top:
             print(f"{net}: slowest ops (each on its own, with a wait): " +

@@ -152,7 +152,7 @@ PY
     --json "$out/bench.json" >"$out/bench.log" 2>&1 && status[bench]=ok || status[bench]=failed
   tail_log "$out/bench.log"
   local sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
-  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*:GpuCudnn.*:Networks/GpuParity.EachOpMatchesItsReference/grouped_maps_in_batch'
+  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*:GpuCudnn.*:GpuGraphs.*:Networks/GpuParity.EachOpMatchesItsReference/grouped_maps_in_batch'
   for tool in memcheck racecheck; do
     if [[ " ${NETC_SANITIZER_TOOLS-memcheck racecheck} " != *" $tool "* ]]; then
       echo "skipped: NETC_SANITIZER_TOOLS does not name $tool" >"$out/$tool.log"

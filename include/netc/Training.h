@@ -204,6 +204,10 @@ struct TrainSettings {
   /// `--cuda-debug`: on a GPU, wait for each op and check it, so an error
   /// names the op and its layer. Slow.
   bool cudaDebug = false;
+  /// `--cuda-graphs on|off`: on a GPU, capture each step (and each
+  /// evaluation batch) once as a CUDA graph and replay it; off, issue its ops
+  /// one by one (for debugging, and the benchmark's comparison).
+  bool cudaGraphs = true;
   /// `--precision`: "fp32" (FP32 means FP32) or "tf32" (GPU tensor cores
   /// with TF32 inputs for matrix products and convolutions).
   std::string precision = "fp32";
@@ -317,6 +321,7 @@ struct ModelOptions {
   uint64_t maxMemory = 0;         ///< as TrainSettings::maxMemory
   std::string device = "auto";    ///< as TrainSettings::device
   bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
+  bool cudaGraphs = true;         ///< as TrainSettings::cudaGraphs
   std::string precision = "fp32"; ///< as TrainSettings::precision
 };
 
@@ -364,6 +369,7 @@ struct BenchSettings {
   std::string cpuIsa;             ///< as TrainSettings::cpuIsa
   std::string device = "auto";    ///< as TrainSettings::device
   bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
+  bool cudaGraphs = true;         ///< as TrainSettings::cudaGraphs
   std::string precision = "fp32"; ///< as TrainSettings::precision
   bool profile = false;           ///< also time each op of the training plan (BenchResult::profile)
   /// Keep the one random batch in the input slot instead of copying it in

@@ -42,6 +42,10 @@ struct BackendOptions {
   /// Let float math use reduced-precision units where a library offers them
   /// (`--precision tf32`: TF32 tensor cores); off, FP32 means FP32.
   bool allowTf32 = false;
+  /// Replay a run's ops as one captured graph where the device has them
+  /// (`--cuda-graphs`, on by default): a GPU captures each range of ops,
+  /// batch size and input slot once, then launches it whole.
+  bool captureGraphs = true;
 };
 
 /// What a backend says about itself (the run header, the defaults it picks).
@@ -54,6 +58,10 @@ struct BackendInfo {
   /// (a library call counted once), and the device memory the plan holds.
   int64_t launchesLastRun = 0;
   int64_t deviceBytes = 0;
+  /// Device backends: the runs captured as graphs so far, and whether the
+  /// last run was a graph's replay.
+  int64_t graphsCaptured = 0;
+  bool lastRunReplayed = false;
 };
 
 class Backend {

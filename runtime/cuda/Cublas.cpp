@@ -38,6 +38,7 @@ struct Cublas::Functions {
   decltype(&cublasGetVersion_v2) getVersion = nullptr;
   decltype(&cublasGetStatusString) statusString = nullptr;
   decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasSetWorkspace_v2) setWorkspace = nullptr;
 };
 
 namespace {
@@ -67,6 +68,7 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(cudaStream_t stream, Precision pr
   resolve(f.getVersion, "cublasGetVersion_v2");
   resolve(f.statusString, "cublasGetStatusString");
   resolve(f.sgemm, "cublasSgemm_v2");
+  resolve(f.setWorkspace, "cublasSetWorkspace_v2");
   if (const std::string &missing = out->library_.missing(); !missing.empty())
     return fail(fmt::format("{} lacks {}: it is not the cuBLAS netc was built for (CUDA {})", name, missing,
                             CUBLAS_VER_MAJOR));
@@ -100,6 +102,14 @@ Status Cublas::gemm(const GemmCall &call) const {
                                                   call.a, g.lda, call.b, g.ldb, &call.beta, call.c, g.ldc);
   if (status != CUBLAS_STATUS_SUCCESS)
     return fail(fmt::format("cublasSgemm ({} × {} × {}) failed: {}", g.m, g.n, g.k,
+                            statusText(functions_->statusString, status)));
+  return Status::success();
+}
+
+Status Cublas::setWorkspace(void *workspace, size_t bytes) const {
+  const cublasStatus_t status = functions_->setWorkspace(handle_, workspace, bytes);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return fail(fmt::format("cublasSetWorkspace ({} bytes) failed: {}", bytes,
                             statusText(functions_->statusString, status)));
   return Status::success();
 }

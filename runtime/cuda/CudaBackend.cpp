@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
 
 namespace netc::runtime {
 
@@ -52,14 +53,17 @@ public:
     BackendInfo info;
     info.name = "cuda";
     info.threads = 1;
-    info.device = fmt::format("{} (cuda:{}, compute capability {}.{}, {:.1f} GiB, cuBLAS {}{})", device_.name,
-                              device_.index, device_.major, device_.minor,
-                              double(device_.memoryBytes) / double(int64_t{1} << 30),
-                              cublas_ ? cublas_->version() : 0, cudnnNote_);
+    info.device = fmt::format(
+        "{} (cuda:{}, compute capability {}.{}, {:.1f} GiB, cuBLAS {}{})", device_.name, device_.index,
+        device_.major, device_.minor, double(device_.memoryBytes) / double(int64_t{1} << 30),
+        cublas_ ? cublas_->version() : 0,
+        cudnnNote_ + (options_.captureGraphs ? ", CUDA graphs" : ", CUDA graphs off") + graphNote_);
     // Reading the sums waits for the GPU: every 50 steps, unless --log-every says otherwise.
     info.defaultLogEvery = 50;
     info.launchesLastRun = launchesLastRun_;
     info.deviceBytes = deviceBytes_;
+    info.graphsCaptured = graphsCaptured_;
+    info.lastRunReplayed = lastRunReplayed_;
     return info;
   }
 
@@ -127,6 +131,8 @@ public:
     next += plan::alignElements(cudnnScratch);
     workspaceOffset_ = next;
     next += plan::alignElements((static_cast<int64_t>(workspaceBytes_) + 3) / 4);
+    cublasWorkspaceOffset_ = next;
+    next += static_cast<int64_t>(cuda::Cublas::kWorkspaceBytes / 4);
     const int64_t bytes = next * 4;
     deviceBytes_ = bytes;
 
@@ -193,6 +199,8 @@ public:
     if (!cublas)
       return cublas.error();
     cublas_ = std::move(*cublas);
+    if (Status s = cublas_->setWorkspace(at(cublasWorkspaceOffset_), cuda::Cublas::kWorkspaceBytes); !s)
+      return s;
     staging_.assign(static_cast<size_t>(std::max<int64_t>(plan.arenaElements, 0)), 0.0f);
     if (Status s = allocatePinned(); !s)
       return s;
@@ -273,6 +281,72 @@ public:
     for (int input : {plan_->features, plan_->labels})
       if (input >= 0)
         pointers_[static_cast<size_t>(input)] = bufferAddress(input, inputSlot);
+    lastRunReplayed_ = false;
+    if (Status s =
+            graphable(first, last) ? runAsGraph(first, last, batch, inputSlot) : issue(first, last, batch);
+        !s)
+      return s;
+    return cudaStatus(cudaEventRecord(slotRead_[static_cast<size_t>(inputSlot)], stream_),
+                      "recording the end of a step");
+  }
+
+  void synchronize() override { keep(cudaStatus(cudaStreamSynchronize(stream_), "running on the GPU")); }
+
+private:
+  /// Whether ops [first, last) may run as a captured graph: graphs on, no
+  /// per-op check, and no communication op (those wait on the host).
+  bool graphable(size_t first, size_t last) const {
+    if (!options_.captureGraphs || options_.checkEachOp)
+      return false;
+    for (size_t i = first; i < last && i < plan_->ops.size(); ++i)
+      if (plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication)
+        return false;
+    return true;
+  }
+
+  /// Runs ops [first, last) as a graph: the first run of a range, batch and
+  /// input slot is issued op by op (libraries load what they load lazily),
+  /// the second is captured and launched, and later ones launch the graph.
+  /// A capture the driver or a library refuses leaves that key op by op for
+  /// good, said in the run header.
+  Status runAsGraph(size_t first, size_t last, int64_t batch, int inputSlot) {
+    Graph &g = graphs_[GraphKey{first, last, batch, inputSlot}];
+    if (!g.exec && (g.failed || g.eagerRuns++ == 0))
+      return issue(first, last, batch);
+    if (!g.exec) {
+      if (Status s = cudaStatus(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+                                "starting a graph capture");
+          !s)
+        return s;
+      Status issued = issue(first, last, batch);
+      cudaGraph_t graph = nullptr;
+      Status ended = cudaStatus(cudaStreamEndCapture(stream_, &graph), "ending a graph capture");
+      Status made = issued && ended
+                        ? cudaStatus(cudaGraphInstantiate(&g.exec, graph, 0), "instantiating a graph")
+                        : Status::success();
+      if (graph)
+        cudaGraphDestroy(graph);
+      if (!issued || !ended || !made) {
+        static_cast<void>(cudaGetLastError()); // the capture's error is not the next kernel's
+        g.failed = true;
+        g.exec = nullptr;
+        if (graphNote_.empty())
+          graphNote_ = fmt::format(", a capture failed ({}): those ops run one by one", (!issued  ? issued
+                                                                                         : !ended ? ended
+                                                                                                  : made)
+                                                                                            .message());
+        return issue(first, last, batch); // nothing of the failed capture ran
+      }
+      g.launches = launchesLastRun_;
+      ++graphsCaptured_;
+    }
+    launchesLastRun_ = g.launches;
+    lastRunReplayed_ = true;
+    return cudaStatus(cudaGraphLaunch(g.exec, stream_), "launching a graph");
+  }
+
+  /// Issues ops [first, last) one by one on the compute stream.
+  Status issue(size_t first, size_t last, int64_t batch) {
     cuda::CudaLauncher launch;
     launch.stream = stream_;
     launch.cublas = cublas_.get();
@@ -307,13 +381,9 @@ public:
       }
     }
     launchesLastRun_ = launch.launches;
-    return cudaStatus(cudaEventRecord(slotRead_[static_cast<size_t>(inputSlot)], stream_),
-                      "recording the end of a step");
+    return Status::success();
   }
 
-  void synchronize() override { keep(cudaStatus(cudaStreamSynchronize(stream_), "running on the GPU")); }
-
-private:
   struct DerivedOffsets {
     int64_t sourceStart = -1, sourceEntries = -1, centreStart = -1, centreEntries = -1, destinations = -1;
   };
@@ -588,6 +658,12 @@ private:
   }
 
   void release() {
+    for (auto &[key, graph] : graphs_)
+      if (graph.exec)
+        cudaGraphExecDestroy(graph.exec);
+    graphs_.clear();
+    graphsCaptured_ = 0;
+    graphNote_.clear();
     if (block_)
       cudaFree(block_);
     block_ = nullptr;
@@ -597,6 +673,7 @@ private:
     cudnnPools_.clear();
     cudnnNote_.clear();
     workspaceBytes_ = 0;
+
     for (std::vector<cudaEvent_t> *list : {&inputReady_, &slotRead_}) {
       for (cudaEvent_t event : *list)
         if (event)
@@ -650,7 +727,24 @@ private:
   std::vector<CudnnPool> cudnnPools_;  // by op index
   std::string cudnnNote_;              // for describe()
   size_t workspaceBytes_ = 0;
-  int64_t cudnnScratchOffset_ = 0, workspaceOffset_ = 0;
+  int64_t cudnnScratchOffset_ = 0, workspaceOffset_ = 0, cublasWorkspaceOffset_ = 0;
+  /// The captured graphs, by range of ops, batch and input slot.
+  struct GraphKey {
+    size_t first, last;
+    int64_t batch;
+    int slot;
+    auto operator<=>(const GraphKey &) const = default;
+  };
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    int64_t launches = 0; // kernels and library calls inside
+    int eagerRuns = 0;
+    bool failed = false; // the capture was refused: op by op
+  };
+  std::map<GraphKey, Graph> graphs_;
+  int64_t graphsCaptured_ = 0;
+  bool lastRunReplayed_ = false;
+  std::string graphNote_; // why a capture failed, for describe()
   Status error_;
   comm::Communicator *communicator_ = nullptr;
   std::vector<std::string> commNames_;

@@ -97,9 +97,9 @@ CLI::Option *addThreadsOption(CLI::App &app, int &threads);
 CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa);
 
 /// Where a command computes: --device auto|cpu|cuda[:N], --backend (the
-/// kernels on that device; default: the device's own), --precision fp32|tf32
-/// and --cuda-debug, into the fields of the same names (TrainSettings,
-/// ModelOptions, BenchSettings).
+/// kernels on that device; default: the device's own), --precision fp32|tf32,
+/// --cuda-debug and --cuda-graphs on|off, into the fields of the same names
+/// (TrainSettings, ModelOptions, BenchSettings).
 template <class Settings> void addDeviceOptions(CLI::App &app, Settings &s) {
   app.add_option("--device", s.device,
                  "Where to compute: auto (a GPU when one is usable, else the CPU; the header says which), "
@@ -116,6 +116,13 @@ template <class Settings> void addDeviceOptions(CLI::App &app, Settings &s) {
       ->capture_default_str();
   app.add_flag("--cuda-debug", s.cudaDebug,
                "On a GPU, wait for and check every op, so an error names the op and its layer (slow)");
+  app.add_option_function<std::string>(
+         "--cuda-graphs", [&s](const std::string &v) { s.cudaGraphs = v == "on"; },
+         "On a GPU, capture each step once as a CUDA graph and replay it (on), or issue its ops one by one "
+         "(off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->type_name("on|off")
+      ->default_str("on");
 }
 
 /// A path option that refuses an empty value (`--out ''`), which would
