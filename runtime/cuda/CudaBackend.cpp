@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 namespace netc::runtime {
 
@@ -352,23 +353,20 @@ private:
     launch.cublas = cublas_.get();
     launch.cudnnLibrary = cudnn_.get();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
-      const plan::Op &op = plan_->ops[i];
-      size_t ran = i;
-      if (plan::opRole(op.kind) == plan::OpRole::Communication) {
+      if (plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication) {
         if (Status s = communicate(i); !s)
           return s;
         continue;
       }
-      if (i < cudnnOps_.size() && cudnnOps_[i].slot >= 0) {
-        cuda::runCudnnOpOnDevice(op, resources(i, batch), cudnnResources(i, batch), launch);
-      } else if (i < cudnnPools_.size() && cudnnPools_[i].slot >= 0) {
-        cuda::runCudnnPoolOpOnDevice(op, resources(i, batch), cudnnPoolResources(i, batch), launch);
-      } else if (i + 1 < last && cuda::fusesBiasAndActivation(*plan_, i)) {
-        cuda::runBiasActivationOnDevice(op, plan_->ops[i + 1], resources(i, batch), launch);
-        ran = ++i;
-      } else {
-        cuda::runOpOnDevice(op, resources(i, batch), launch);
-      }
+      std::optional<cuda::CudnnOpResources> conv;
+      std::optional<cuda::CudnnPoolResources> pool;
+      if (i < cudnnOps_.size() && cudnnOps_[i].slot >= 0)
+        conv = cudnnResources(i, batch);
+      else if (i < cudnnPools_.size() && cudnnPools_[i].slot >= 0)
+        pool = cudnnPoolResources(i, batch);
+      const size_t ran = cuda::runPlanOpOnDevice(*plan_, i, last, resources(i, batch),
+                                                 conv ? &*conv : nullptr, pool ? &*pool : nullptr, launch);
+      i = ran; // past a fused activation
       if (!launch.status.ok())
         return fail(fmt::format("{}: {}", describeOp(ran), launch.status.message()));
       if (options_.checkEachOp) {

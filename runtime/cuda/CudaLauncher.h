@@ -58,16 +58,8 @@ inline int64_t elementBlocks(int64_t n, int64_t maxBlocks = 65535 * 16) {
   return blocks < maxBlocks ? blocks : maxBlocks;
 }
 
-/// runOp (OpRunner.h) on the GPU.
-void runOpOnDevice(const plan::Op &op, const OpResources &resources, CudaLauncher &launch);
-/// runCudnnOp (CudnnRunner.h) on the GPU.
-void runCudnnOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnOpResources &cudnn,
-                        CudaLauncher &launch);
-/// runCudnnPoolOp (CudnnRunner.h) on the GPU.
-void runCudnnPoolOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnPoolResources &cudnn,
-                            CudaLauncher &launch);
-/// runBiasActivation (OpRunner.h) on the GPU.
-void runBiasActivationOnDevice(const plan::Op &bias, const plan::Op &activate, const OpResources &resources,
-                               CudaLauncher &launch);
+/// runPlanOp (CudnnRunner.h) on the GPU.
+size_t runPlanOpOnDevice(const plan::Plan &plan, size_t i, size_t last, const OpResources &resources,
+                         const CudnnOpResources *conv, const CudnnPoolResources *pool, CudaLauncher &launch);
 
 } // namespace netc::runtime::cuda

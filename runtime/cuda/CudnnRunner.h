@@ -146,4 +146,26 @@ void runCudnnPoolOp(const plan::Op &op, const OpResources &r, const CudnnPoolRes
   call(true, x, c.values, dy, out + s.xOffset, add);
 }
 
+/// Runs op `i` of `plan` (any role but communication) as the CUDA backend
+/// does: through cuDNN where the op has a form (`conv`, `pool`; null:
+/// none), an add-bias and the activation after it as one body where both
+/// are in [i, last), else runOp. Returns the last op it ran (i, or i + 1
+/// when fused). The backend's launcher issues it; StepLaunches.h records it.
+template <class Launcher>
+size_t runPlanOp(const plan::Plan &plan, size_t i, size_t last, const OpResources &r,
+                 const CudnnOpResources *conv, const CudnnPoolResources *pool, Launcher &launch) {
+  const plan::Op &op = plan.ops[i];
+  if (conv) {
+    runCudnnOp(op, r, *conv, launch);
+  } else if (pool) {
+    runCudnnPoolOp(op, r, *pool, launch);
+  } else if (i + 1 < last && fusesBiasAndActivation(plan, i)) {
+    runBiasActivation(op, plan.ops[i + 1], r, launch);
+    return i + 1;
+  } else {
+    runOp(op, r, launch);
+  }
+  return i;
+}
+
 } // namespace netc::runtime::cuda

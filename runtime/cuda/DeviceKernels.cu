@@ -2,8 +2,8 @@
 // kernel template that runs any host/device body (ElementBodies.h and its
 // siblings) one element per thread, the one-block metrics reduction (the
 // lane functions of LossBodies.h with a barrier between tree steps), the
-// launcher's members (CudaLauncher.h), and the op dispatch of OpRunner.h and
-// CudnnRunner.h instantiated for that launcher. The logic of every body runs in CI on the
+// launcher's members (CudaLauncher.h), and the op dispatch (runPlanOp,
+// CudnnRunner.h) instantiated for that launcher. The logic of every body runs in CI on the
 // host (HostLauncher.h); this file only maps it onto threads.
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
@@ -84,23 +84,9 @@ void CudaLauncher::reduceMetrics(const MetricsReduceBody &body) {
     record(cudaFailure(e, "the metrics kernel launch"));
 }
 
-void runOpOnDevice(const plan::Op &op, const OpResources &resources, CudaLauncher &launch) {
-  runOp(op, resources, launch);
-}
-
-void runCudnnOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnOpResources &cudnn,
-                        CudaLauncher &launch) {
-  runCudnnOp(op, resources, cudnn, launch);
-}
-
-void runCudnnPoolOpOnDevice(const plan::Op &op, const OpResources &resources, const CudnnPoolResources &cudnn,
-                            CudaLauncher &launch) {
-  runCudnnPoolOp(op, resources, cudnn, launch);
-}
-
-void runBiasActivationOnDevice(const plan::Op &bias, const plan::Op &activate, const OpResources &resources,
-                               CudaLauncher &launch) {
-  runBiasActivation(bias, activate, resources, launch);
+size_t runPlanOpOnDevice(const plan::Plan &plan, size_t i, size_t last, const OpResources &resources,
+                         const CudnnOpResources *conv, const CudnnPoolResources *pool, CudaLauncher &launch) {
+  return runPlanOp(plan, i, last, resources, conv, pool, launch);
 }
 
 } // namespace netc::runtime::cuda
