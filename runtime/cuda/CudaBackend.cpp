@@ -309,9 +309,13 @@ private:
   /// input slot is issued op by op (libraries load what they load lazily),
   /// the second is captured and launched, and later ones launch the graph.
   /// A capture the driver or a library refuses leaves that key op by op for
-  /// good, said in the run header.
+  /// good, said in the run header. Past kMaxGraphs keys (a caller running
+  /// many batch sizes), new ones run op by op: the graphs stay bounded.
   Status runAsGraph(size_t first, size_t last, int64_t batch, int inputSlot) {
-    Graph &g = graphs_[GraphKey{first, last, batch, inputSlot}];
+    const GraphKey key{first, last, batch, inputSlot};
+    if (graphs_.size() >= kMaxGraphs && !graphs_.count(key))
+      return issue(first, last, batch);
+    Graph &g = graphs_[key];
     if (!g.exec && (g.failed || g.eagerRuns++ == 0))
       return issue(first, last, batch);
     if (!g.exec) {
@@ -331,11 +335,9 @@ private:
         static_cast<void>(cudaGetLastError()); // the capture's error is not the next kernel's
         g.failed = true;
         g.exec = nullptr;
+        const Status &why = !issued ? issued : !ended ? ended : made;
         if (graphNote_.empty())
-          graphNote_ = fmt::format(", a capture failed ({}): those ops run one by one", (!issued  ? issued
-                                                                                         : !ended ? ended
-                                                                                                  : made)
-                                                                                            .message());
+          graphNote_ = fmt::format(", a capture failed ({}): those ops run one by one", why.message());
         return issue(first, last, batch); // nothing of the failed capture ran
       }
       g.launches = launchesLastRun_;
@@ -740,6 +742,7 @@ private:
     bool failed = false; // the capture was refused: op by op
   };
   std::map<GraphKey, Graph> graphs_;
+  static constexpr size_t kMaxGraphs = 64;
   int64_t graphsCaptured_ = 0;
   bool lastRunReplayed_ = false;
   std::string graphNote_; // why a capture failed, for describe()
