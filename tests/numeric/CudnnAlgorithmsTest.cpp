@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 namespace netc::runtime::cuda {
 namespace {
@@ -35,8 +38,9 @@ TEST(CudnnAlgorithms, TheFastestAllowedDeterministicTrialWithinTheWorkspaceLimit
   std::vector<AlgorithmTrial> racy = {{5, true, 0.4f, 0, false, kFma}, {6, true, 0.3f, 0, false, kFma}};
   EXPECT_EQ(pickTrial(racy, fp32, kWorkspaceLimit), std::optional<size_t>(1));
   // Nothing allowed: no choice (the op stays on netc's kernels).
-  EXPECT_EQ(pickTrial(std::vector<AlgorithmTrial>{{7, true, 0.1f, 0, true, kTensorOp}}, fp32, kWorkspaceLimit),
-            std::nullopt);
+  EXPECT_EQ(
+      pickTrial(std::vector<AlgorithmTrial>{{7, true, 0.1f, 0, true, kTensorOp}}, fp32, kWorkspaceLimit),
+      std::nullopt);
   EXPECT_EQ(pickTrial({}, fp32, kWorkspaceLimit), std::nullopt);
 }
 
@@ -61,6 +65,66 @@ TEST(CudnnAlgorithms, TheCacheTextRoundTripsAndSkipsDamage) {
                                                 "ELF\x02\x01",
                                                 6))
                   .entries.empty());
+}
+
+/// Seeded mutations of a valid cache file (bytes flipped, inserted, deleted,
+/// the file cut short, a field of a line made empty, negative, huge or not a
+/// number): parsing never fails, every entry it keeps is well
+/// formed (a key without tab or newline, non-negative numbers), and writing
+/// those entries and reading them back gives the same entries.
+TEST(CudnnAlgorithms, MutatedCacheFilesParseToWellFormedEntries) {
+  AlgorithmCache cache;
+  for (int i = 0; i < 6; ++i)
+    cache.entries[fmt::format("forward NVIDIA H200 sm90 cudnn91900 fp32 x=128,{},28,28 groups=1", i)] = {
+        i, kFma};
+  const std::string valid = cache.format();
+  std::mt19937 rng(20261126);
+  int kept = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::string text = valid;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 5) {
+      case 0: text[at] = static_cast<char>(rng() % 256); break;
+      case 1: text.insert(at, 1, "\t\n-0123456789x"[rng() % 15]); break;
+      case 2: text.erase(at, 1 + rng() % 80); break;
+      case 3: text.resize(at); break;
+      default: { // one field of one line made hostile
+        const char *hostile[] = {"", "-1", "x", "99999999999", "3\t4", " 7"};
+        const size_t lineStart = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+        const size_t lineEnd = std::min(text.find('\n', lineStart), text.size());
+        std::vector<std::string> fields;
+        for (size_t from = lineStart;;) {
+          const size_t tab = text.find('\t', from);
+          if (tab == std::string::npos || tab >= lineEnd) {
+            fields.push_back(text.substr(from, lineEnd - from));
+            break;
+          }
+          fields.push_back(text.substr(from, tab - from));
+          from = tab + 1;
+        }
+        fields[rng() % fields.size()] = hostile[rng() % std::size(hostile)];
+        std::string line;
+        for (size_t f = 0; f < fields.size(); ++f)
+          line += (f ? "\t" : "") + fields[f];
+        text.replace(lineStart, lineEnd - lineStart, line);
+        break;
+      }
+      }
+    }
+    AlgorithmCache parsed = AlgorithmCache::parse(text);
+    for (const auto &[key, choice] : parsed.entries) {
+      EXPECT_FALSE(key.empty());
+      EXPECT_EQ(key.find_first_of("\t\n"), std::string::npos) << key;
+      EXPECT_GE(choice.algorithm, 0);
+      EXPECT_GE(choice.mathType, 0);
+    }
+    AlgorithmCache again = AlgorithmCache::parse(parsed.format());
+    ASSERT_EQ(again.entries.size(), parsed.entries.size()) << text;
+    kept += static_cast<int>(parsed.entries.size());
+  }
+  EXPECT_GT(kept, 0); // most mutations leave most lines intact
 }
 
 TEST(CudnnAlgorithms, TheCacheFolderFollowsTheEnvironment) {
