@@ -1,11 +1,13 @@
 // Backends.cpp -- the built-in backends, registered once per process: the
-// CPU ones always, "cuda" where this netc was built with CUDA (NETC_HAVE_CUDA);
+// CPU ones always, "cuda" and the NCCL transport where this netc was built
+// with CUDA (NETC_HAVE_CUDA);
 // and the choice of backend and device from --device and --backend.
 #include "api/Backends.h"
 #include "runtime/cpu/CpuBackend.h"
 #ifdef NETC_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/DeviceProbe.h"
+#include "runtime/cuda/NcclCommunicator.h"
 #endif
 
 #include <fmt/format.h>
@@ -21,6 +23,7 @@ void registerBuiltinBackends() {
     runtime::registerCpuBackend();
 #ifdef NETC_HAVE_CUDA
     runtime::registerCudaBackend();
+    runtime::cuda::registerNcclTransport();
 #endif
   });
 }

@@ -2,6 +2,7 @@
 // (DataParallel.h). Fingerprint values are short texts: a setting as its
 // flag spells it, a data set as its size and a hash of its contents.
 #include "api/DataParallel.h"
+#include "api/Backends.h"
 #include "api/SettingValues.h"
 #include "runtime/comm/Launch.h"
 #include "runtime/comm/OpenCommunicator.h"
@@ -24,7 +25,7 @@ LaunchResult launchFromEnvironment() {
     result.error = info.message();
     return result;
   }
-  result.launch = {info->rank, info->size, info->localRank, info->localSize, info->launcher};
+  result.launch = {info->rank, info->size, info->localRank, info->localSize, info->launcher, info->jobId};
   return result;
 }
 
@@ -64,12 +65,30 @@ std::string dividingRanks(int64_t globalBatch) {
 
 } // namespace
 
-Step<std::shared_ptr<comm::Communicator>> joinJob(const TrainSettings &s) {
-  comm::LaunchInfo launch{s.launch.rank, s.launch.size, s.launch.localRank, s.launch.localSize,
-                          s.launch.launcher};
+bool usesDeviceTransport(const Launch &launch, std::string_view device, std::string_view backend) {
+  return !launch.jobId.empty() || (launch.size > 1 && (device.starts_with("cuda") || backend == "cuda"));
+}
+
+Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &l, std::string_view device,
+                                                               std::string_view backend, double commTimeout) {
+  const comm::LaunchInfo launch{l.rank, l.size, l.localRank, l.localSize, l.launcher, l.jobId};
   comm::CommOptions options;
-  options.timeoutSeconds = s.commTimeout;
-  auto joined = comm::openCommunicator(launch, options);
+  options.timeoutSeconds = commTimeout;
+  if (!usesDeviceTransport(l, device, backend))
+    return comm::openCommunicator(launch, options);
+  // One GPU per rank: the GPU --device names plus the local rank.
+  auto choice = chooseDevice(device.empty() || device == "auto" ? "cuda" : device, backend, l.localRank);
+  if (!choice)
+    return fail(fmt::format("{}: {}", comm::rankName(l.rank, l.size), choice.message()));
+  if (choice->backend != "cuda")
+    return fail(fmt::format("{} of a GPU job (--gpus) cannot run on --device {}: leave --device out or give "
+                            "cuda",
+                            comm::rankName(l.rank, l.size), device));
+  return comm::openDeviceCommunicator(launch, options, "nccl", choice->device);
+}
+
+Step<std::shared_ptr<comm::Communicator>> joinJob(const TrainSettings &s) {
+  auto joined = joinCommunicator(s.launch, s.device, s.backend, s.commTimeout);
   if (!joined)
     return input(joined.message());
   return std::move(*joined);
@@ -137,6 +156,7 @@ comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run,
   f.add("--lr-scaling", std::string(lrScalingName(s.lrScaling)));
   f.add("--lr-warmup", s.lrWarmup.length > 0 ? lrWarmupText(s.lrWarmup) : std::string("none"));
   f.add("--comm-timeout", fmt::format("{:g}", s.commTimeout));
+  f.add("--data-on-device", s.dataOnDevice ? "on" : "off");
   f.add("--deterministic",
         s.deterministicChunks ? std::to_string(s.deterministicChunks) : std::string("off"));
   std::string skipped;
@@ -191,7 +211,7 @@ std::optional<Refusal> agreeAcrossRanks(comm::Communicator &comm, std::optional<
 }
 
 std::string jobLine(const TrainSettings &s, const comm::Communicator &comm, const plan::Plan &plan) {
-  if (comm.size() == 1)
+  if (comm.size() == 1 && comm.kind() != "nccl")
     return {};
   const int64_t bucketValues = std::accumulate(plan.buckets.begin(), plan.buckets.end(), int64_t{0},
                                                [](int64_t n, const plan::Bucket &b) { return n + b.count; });
@@ -204,10 +224,12 @@ std::string jobLine(const TrainSettings &s, const comm::Communicator &comm, cons
           : fmt::format("gradients all-reduced in {} bucket(s) of {} in all", plan.buckets.size(),
                         byteSizeText(uint64_t(bucketValues) * sizeof(float)));
   return fmt::format(
-      "data parallel: {} ranks ({}, {} on this machine), global batch {} ({} × --batch {}), {}, "
+      "data parallel: {} rank{} ({}{}, {} on this machine), global batch {} ({} × --batch {}), {}, "
       "--comm-timeout {:g} s",
-      comm.size(), s.launch.launcher.empty() ? comm.kind() : std::string_view(s.launch.launcher),
-      comm.localSize(), s.batch * comm.size(), comm.size(), s.batch, sync, s.commTimeout);
+      comm.size(), comm.size() == 1 ? "" : "s",
+      s.launch.launcher.empty() ? comm.kind() : std::string_view(s.launch.launcher),
+      comm.kind() == "nccl" && !s.launch.launcher.empty() ? ", NCCL on the GPUs" : "", comm.localSize(),
+      s.batch * comm.size(), comm.size(), s.batch, sync, s.commTimeout);
 }
 
 } // namespace netc::training

@@ -17,8 +17,18 @@
 
 namespace netc::training {
 
-/// The communicator of `s.launch`: local for one process, else the MPI
-/// plugin (an error saying what is missing when it cannot be loaded).
+/// Whether a job's data goes through a device transport (NCCL): a rank a
+/// netc parent started (--gpus), or one of several on `--device cuda`.
+bool usesDeviceTransport(const Launch &launch, std::string_view device, std::string_view backend);
+
+/// The communicator of `launch`: local for one process, the MPI plugin for
+/// a CPU job of several (an error saying what is missing when it cannot be
+/// loaded), NCCL on the rank's GPU where usesDeviceTransport says so (its
+/// id from the netc parent, or made by rank 0 and carried over MPI).
+Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &launch, std::string_view device,
+                                                               std::string_view backend, double commTimeout);
+
+/// joinCommunicator for a training run.
 Step<std::shared_ptr<comm::Communicator>> joinJob(const TrainSettings &s);
 
 /// Each rank's --batch: the one given; else for a resumed run the global

@@ -316,10 +316,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   result.params = net.params;
   // With several ranks: each runs the data-parallel step (its gradients
   // all-reduced) on its own batch; the figures are the job's.
-  comm::CommOptions commOptions;
-  commOptions.timeoutSeconds = s.commTimeout;
-  auto joined = comm::openCommunicator(
-      {s.launch.rank, s.launch.size, s.launch.localRank, s.launch.localSize, s.launch.launcher}, commOptions);
+  auto joined = training::joinCommunicator(s.launch, s.device, s.backend, s.commTimeout);
   if (!joined) {
     result.failure = FailureKind::Input;
     result.error = joined.message();
@@ -332,7 +329,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   plan::PlanOptions trainOptions;
   trainOptions.update.hyper.momentum = 0.9f;
   trainOptions.maxMemoryBytes = s.maxMemory;
-  if (comm.size() > 1)
+  if (comm.size() > 1 || comm.kind() == "nccl") // NCCL: its bucketed path even on one GPU
     trainOptions.replicaSync = plan::ReplicaSync::AllReduceGradients;
   trainOptions.bucketBytes = std::max<int64_t>(1, std::llround(s.bucketMb * double(1 << 20)));
   plan::PlanOptions inferOptions;

@@ -392,6 +392,10 @@ constexpr TrainKey kTrainKeys[] = {
      [](netc::TrainSettings &s, std::string_view v) { return setBool(s.cudaDebug, v, kTrainDefaults.cudaDebug); }},
     {"cuda_graphs",
      [](netc::TrainSettings &s, std::string_view v) { return setBool(s.cudaGraphs, v, kTrainDefaults.cudaGraphs); }},
+    {"data_on_device",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setBool(s.dataOnDevice, v, kTrainDefaults.dataOnDevice);
+     }},
     {"precision",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        if (v.empty())
@@ -456,11 +460,11 @@ constexpr TrainKey kTrainKeys[] = {
                                 weightDecay, beta1, beta2, epsilon, decay, conditioning, schedule, init,
                                 initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
-                                device, cudaDebug, cudaGraphs, precision, maxMemory, logEvery, bucketMb,
-                                launch, commTimeout, sync, lrScaling, lrWarmup, deterministicChunks] =
-      settings;
+                                device, cudaDebug, cudaGraphs, dataOnDevice, precision, maxMemory, logEvery,
+                                bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup,
+                                deterministicChunks] = settings;
 }
-constexpr size_t kTrainSettingsFields = 45;
+constexpr size_t kTrainSettingsFields = 46;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

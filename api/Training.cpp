@@ -85,6 +85,7 @@ int64_t runBatch(const TrainSettings &s) {
 /// Creates the backend --device and --backend name (with --threads, its
 /// variant --cpu-isa, --precision, --cuda-debug and --cuda-graphs) and loads the plan for
 /// batches of --batch samples; `deviceNote` gets what --device auto chose and why.
+/// --data-on-device on a backend that cannot hold the training set is a usage error.
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
                                                       comm::Communicator &comm, std::string &deviceNote) {
   // A device per rank (the CUDA backend): local rank r uses GPU N + r.
@@ -98,6 +99,10 @@ Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, co
     return usage("--backend: " + backend.message());
   if (Status st = (*backend)->load(plan, runBatch(s)); !st)
     return input(st.message());
+  if (s.dataOnDevice && !(*backend)->describe().holdsData)
+    return usage(fmt::format("--data-on-device needs --device cuda: the {} backend trains from the training "
+                             "set in host memory already",
+                             (*backend)->name()));
   (*backend)->attach(&comm); // the plan's all-reduces
   return std::move(*backend);
 }
@@ -157,6 +162,7 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   t.warmup = toRuntime(s.lrWarmup);
   t.deterministicChunks = s.deterministicChunks;
   t.evaluationBatch = runBatch(s);
+  t.dataOnDevice = s.dataOnDevice;
   t.resumeFrom = s.resume;
   t.initFrom = s.initFrom;
   t.freshParameters = std::move(freshParameters);
@@ -227,6 +233,10 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
                                                               : std::string(),
                   startText(s, start), data.seed, backend.threads, comm.size() > 1 ? " per rank" : "",
                   backend.name, describeDevice(backend, deviceNote))};
+  if (s.dataOnDevice) // what Backend::holdDataset keeps, besides its order (4 bytes a sample)
+    lines.back() += fmt::format(
+        ", training set on the device ({:.1f} MiB, each batch gathered there)",
+        double((data.train.features.size() + data.train.labels.size()) * sizeof(float)) / double(1 << 20));
   if (std::string job = jobLine(s, comm, plan.plan); !job.empty())
     lines.push_back(std::move(job));
   return lines;
@@ -334,7 +344,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   std::string deviceNote;
   if (!refusal) {
     applyTaskDefaults(*run, s, network->options.task);
-    auto planned = buildTrainingPlan(netPath, s, *run, network->net(), *data, comm.size());
+    auto planned =
+        buildTrainingPlan(netPath, s, *run, network->net(), *data, comm.size(), comm.kind() == "nccl");
     if (planned)
       plan = std::move(*planned);
     else

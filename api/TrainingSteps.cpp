@@ -365,14 +365,14 @@ void applyTaskDefaults(RunSettings &run, const TrainSettings &s, Task task) {
 
 Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
                                      const RunSettings &run, const ir::Network &net, TrainingData &data,
-                                     int ranks) {
+                                     int ranks, bool dataParallel) {
   plan::PlanOptions planOptions;
   planOptions.update = {run.optimizer, run.hyper};
   planOptions.maxMemoryBytes = s.maxMemory;
   planOptions.accumulateGradients = s.accumulate > 1;
   planOptions.bucketBytes = std::max<int64_t>(1, std::llround(s.bucketMb * double(1 << 20)));
   // --deterministic adds the gradients on the host in a fixed order: no all-reduce ops.
-  if (ranks > 1 && s.deterministicChunks == 0)
+  if ((ranks > 1 || dataParallel) && s.deterministicChunks == 0)
     planOptions.replicaSync = s.sync.kind == Sync::Kind::LocalSgd ? plan::ReplicaSync::AverageReplicas
                                                                   : plan::ReplicaSync::AllReduceGradients;
   auto plan = plan::buildPlan(net, planOptions);

@@ -163,13 +163,14 @@ struct TrainingPlan {
 };
 
 /// Builds the training plan (with the optimizer's state, gradient
-/// accumulation, the gradient buckets and, for several ranks, the
-/// all-reduces of --sync), checks that it fits the memory
+/// accumulation, the gradient buckets and, for several ranks or
+/// `dataParallel` (NCCL, even on one GPU), the all-reduces of --sync),
+/// checks that it fits the memory
 /// limit at the batch, that the data has the network's feature count, and
 /// that every label is a class of the output layer.
 Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
                                      const RunSettings &run, const ir::Network &net, TrainingData &data,
-                                     int ranks = 1);
+                                     int ranks = 1, bool dataParallel = false);
 
 /// The parameters --init-skip leaves freshly initialised: those of the named
 /// layers (their incoming bundles and biases). An unknown layer, or one

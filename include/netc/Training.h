@@ -122,10 +122,13 @@ std::string lrWarmupText(const LrWarmup &warmup);
 struct Launch {
   int rank = 0, size = 1;           ///< among every rank of the job
   int localRank = 0, localSize = 1; ///< among the ranks of this machine
-  std::string launcher;             ///< "" (one process), "mpirun" or "srun"
+  std::string launcher;             ///< "" (one process), "mpirun", "srun" or "netc" (--gpus)
+  /// The GPU job's NCCL id from a netc parent (NETC_NCCL_ID), else empty.
+  std::string jobId;
 };
-/// Reads this process's launch environment (OMPI_COMM_WORLD_*, or srun's
-/// SLURM_PROCID and step variables); `error` is set when they are malformed.
+/// Reads this process's launch environment (NETC_RANK and the rest from a
+/// netc parent, OMPI_COMM_WORLD_*, or srun's SLURM_PROCID and step
+/// variables); `error` is set when they are malformed.
 struct LaunchResult {
   Launch launch;
   std::string error;
@@ -208,6 +211,12 @@ struct TrainSettings {
   /// evaluation batch) once as a CUDA graph and replay it; off, issue its ops
   /// one by one (for debugging, and the benchmark's comparison).
   bool cudaGraphs = true;
+  /// `--data-on-device`: on a GPU, load the training set into its memory once
+  /// and gather each batch there from the epoch's order (uploaded once per
+  /// epoch) instead of copying it in from the host; the same samples in the
+  /// same order, so the same weights. A backend that cannot hold data (the
+  /// CPU's, which trains from memory already) refuses it.
+  bool dataOnDevice = false;
   /// `--precision`: "fp32" (FP32 means FP32) or "tf32" (GPU tensor cores
   /// with TF32 inputs for matrix products and convolutions).
   std::string precision = "fp32";

@@ -4,7 +4,9 @@
 // SLURM_STEP_NUM_TASKS for each task of a job step, and
 // SLURM_STEP_TASKS_PER_NODE as "2(x3),1" (2 tasks on each of the first three
 // nodes, then 1); a batch script outside any step has SLURM_NTASKS and
-// SLURM_PROCID=0 but no step variables, and is one process.
+// SLURM_PROCID=0 but no step variables, and is one process. A netc parent
+// (`--gpus N`) sets NETC_RANK, NETC_SIZE, NETC_LOCAL_RANK, NETC_LOCAL_SIZE
+// and NETC_NCCL_ID for each rank it starts, all on its own machine.
 #include "runtime/comm/Launch.h"
 
 #include <fmt/format.h>
@@ -144,9 +146,53 @@ Expected<LaunchInfo> fromSlurm(const Environment &env) {
   return info;
 }
 
+Expected<LaunchInfo> fromNetcParent(const Environment &env) {
+  constexpr std::string_view hint = "a netc started with --gpus sets it for every rank it starts";
+  LaunchInfo info;
+  info.launcher = "netc";
+  auto size = number(env, kSizeVariable, 1, kMaxRanks, hint);
+  if (!size)
+    return size.error();
+  auto rank = number(env, kRankVariable, 0, *size - 1, hint);
+  if (!rank)
+    return rank.error();
+  auto localSize = number(env, kLocalSizeVariable, 1, *size, hint);
+  if (!localSize)
+    return localSize.error();
+  auto localRank = number(env, kLocalRankVariable, 0, *localSize - 1, hint);
+  if (!localRank)
+    return localRank.error();
+  const std::string *id = find(env, kJobIdVariable);
+  if (!id || id->empty())
+    return fail(fmt::format("{} is not set, though {}", kJobIdVariable, hint));
+  if (id->size() > kMaxJobIdLength)
+    return fail(fmt::format("{} has {} characters, more than the {} a job id may have", kJobIdVariable,
+                            id->size(), kMaxJobIdLength));
+  info.size = *size;
+  info.rank = *rank;
+  info.localSize = *localSize;
+  info.localRank = *localRank;
+  info.jobId = *id;
+  return info;
+}
+
 } // namespace
 
+std::vector<std::string> localRankEnvironment(int rank, int ranks, const std::string &jobId) {
+  return {fmt::format("{}={}", kRankVariable, rank), fmt::format("{}={}", kSizeVariable, ranks),
+          fmt::format("{}={}", kLocalRankVariable, rank), fmt::format("{}={}", kLocalSizeVariable, ranks),
+          fmt::format("{}={}", kJobIdVariable, jobId)};
+}
+
 Expected<LaunchInfo> parseLaunchEnvironment(const Environment &env) {
+  if (find(env, kRankVariable) || find(env, kSizeVariable)) {
+    auto info = fromNetcParent(env);
+    if (!info)
+      return info;
+    if (Status s = checkPlace(*info, fmt::format("{} and {}", kLocalRankVariable, kLocalSizeVariable)); !s)
+      return Error{s.message()};
+    return info;
+  }
   if (find(env, "OMPI_COMM_WORLD_SIZE") || find(env, "OMPI_COMM_WORLD_RANK")) {
     auto info = fromOpenMpi(env);
     if (!info)

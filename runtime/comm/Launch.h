@@ -1,13 +1,17 @@
 // Launch.h -- who this process is among the ranks of a job, and how netc
 // starts a job of its own. parseLaunchEnvironment reads the variables Open
-// MPI's mpirun (OMPI_COMM_WORLD_*) or Slurm's srun (SLURM_PROCID,
-// SLURM_STEP_NUM_TASKS, ...; PMIX_RANK under --mpi=pmix) set for each rank: a
+// MPI's mpirun (OMPI_COMM_WORLD_*), Slurm's srun (SLURM_PROCID,
+// SLURM_STEP_NUM_TASKS, ...; PMIX_RANK under --mpi=pmix) or netc's own
+// launcher of one process per GPU (NETC_RANK, NETC_SIZE, NETC_NCCL_ID, ...;
+// localRankEnvironment) set for each rank: a
 // pure function of the environment it is given, so it is tested on recorded
 // environments; only the CLI edge hands it the real one. mpirunCommand is the
 // command line `netc train --ranks N` runs: Open MPI's mpirun with N copies of
 // this program, --allow-run-as-root as root, --oversubscribe beyond the cores.
 // One launcher serves every device kind: a LaunchRequest asking for a device
-// per rank (`--gpus N`, the CUDA issues) is the same job with one GPU each.
+// per rank (`--gpus N`, or `--ranks N` on `--device cuda`) is the same job
+// with one GPU each, whose ranks netc starts itself (LocalJob.h): GPU
+// machines need no MPI, and NCCL carries the job's data.
 #pragma once
 
 #include "support/Status.h"
@@ -22,8 +26,12 @@ namespace netc::comm {
 struct LaunchInfo {
   int rank = 0, size = 1;           // among every rank of the job
   int localRank = 0, localSize = 1; // among the ranks of this machine
-  /// What started the ranks: "" (a single process), "mpirun" or "srun".
+  /// What started the ranks: "" (a single process), "mpirun", "srun" or
+  /// "netc" (a netc parent process, one rank per GPU).
   std::string launcher;
+  /// The job's device communicator id handed down by a netc parent (the
+  /// NCCL unique id as text, NETC_NCCL_ID); empty otherwise.
+  std::string jobId;
   bool operator==(const LaunchInfo &) const = default;
 };
 
@@ -32,8 +40,21 @@ using Environment = std::map<std::string, std::string>;
 /// The most ranks a job may have (a larger size in the environment is refused).
 inline constexpr int kMaxRanks = 1 << 20;
 
-/// Where this process stands according to `env`: Open MPI's variables when
-/// present, else those srun sets for each task of a job step, else a single
+/// The variables a netc parent sets for each rank it starts.
+inline constexpr const char *kRankVariable = "NETC_RANK";
+inline constexpr const char *kSizeVariable = "NETC_SIZE";
+inline constexpr const char *kLocalRankVariable = "NETC_LOCAL_RANK";
+inline constexpr const char *kLocalSizeVariable = "NETC_LOCAL_SIZE";
+inline constexpr const char *kJobIdVariable = "NETC_NCCL_ID";
+/// The longest job id accepted from the environment (an NCCL id is 256 characters).
+inline constexpr size_t kMaxJobIdLength = 4096;
+
+/// The variables for rank `rank` of a `ranks`-rank job on this machine with
+/// device communicator id `jobId` ("NAME=value" each).
+std::vector<std::string> localRankEnvironment(int rank, int ranks, const std::string &jobId);
+
+/// Where this process stands according to `env`: a netc parent's variables
+/// when present, else Open MPI's, else those srun sets for each task of a job step, else a single
 /// process (a Slurm batch script outside srun is one process too, whatever
 /// its SLURM_NTASKS). An error names the variable and its value when they
 /// are not numbers or do not fit together (a rank beyond the size, PMIX_RANK
@@ -50,7 +71,7 @@ struct LaunchRequest {
   /// to one core each.
   int threadsPerRank = 1;
   /// One device per rank (`--gpus N`): each rank uses the device of its
-  /// local rank. Reserved for the CUDA backend; the command is the same.
+  /// local rank, and netc starts the ranks itself (LocalJob.h), not mpirun.
   bool devicePerRank = false;
   bool asRoot = false; // mpirun refuses root without --allow-run-as-root
   int cores = 1;       // this machine's cores (physicalCores())

@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <filesystem>
+#include <mutex>
 
 namespace netc::comm {
 
@@ -76,6 +77,77 @@ Expected<std::shared_ptr<Communicator>> openCommunicator(const LaunchInfo &launc
     return fail(fmt::format("{}: {}", rankName(launch.rank, launch.size), error));
   // The plugin owns its one communicator for the life of the process.
   return std::shared_ptr<Communicator>(comm, [](Communicator *) {});
+}
+
+namespace {
+
+std::mutex gTransportsMutex;
+std::vector<std::unique_ptr<DeviceTransport>> &transports() {
+  static std::vector<std::unique_ptr<DeviceTransport>> all;
+  return all;
+}
+
+} // namespace
+
+void registerDeviceTransport(DeviceTransport transport) {
+  std::lock_guard lock(gTransportsMutex);
+  for (auto &t : transports())
+    if (t->name == transport.name) {
+      *t = std::move(transport);
+      return;
+    }
+  transports().push_back(std::make_unique<DeviceTransport>(std::move(transport)));
+}
+
+const DeviceTransport *findDeviceTransport(std::string_view name) {
+  std::lock_guard lock(gTransportsMutex);
+  for (auto &t : transports())
+    if (t->name == name)
+      return t.get();
+  return nullptr;
+}
+
+Expected<std::shared_ptr<Communicator>> openDeviceCommunicator(const LaunchInfo &launch,
+                                                               const CommOptions &options,
+                                                               std::string_view name, int device) {
+  const DeviceTransport *transport = findDeviceTransport(name);
+  if (!transport)
+    return fail(
+        fmt::format("{}: this netc was built without CUDA, so it has no {} to carry a GPU job's data; "
+                    "build it with the CUDA toolkit, or run the job on the CPU (--device cpu)",
+                    rankName(launch.rank, launch.size), name));
+  if (!launch.jobId.empty())
+    return transport->join(launch, launch.jobId, device, options, nullptr);
+  // Rank 0 makes the id; the host communicator carries it (or its failure).
+  std::shared_ptr<Communicator> host;
+  if (launch.size > 1) {
+    auto opened = openCommunicator(launch, options);
+    if (!opened)
+      return opened.error();
+    host = std::move(*opened);
+  }
+  std::string id, problem;
+  if (launch.rank == 0) {
+    auto made = transport->newJobId();
+    if (made)
+      id = std::move(*made);
+    else
+      problem = made.message();
+  }
+  if (host) {
+    auto texts = allGatherMessages(
+        *host, launch.rank == 0 ? (problem.empty() ? "id " + id : "error " + problem) : std::string(),
+        fmt::format("handing out the {} id", name));
+    if (!texts)
+      return texts.error();
+    const std::string &zero = (*texts)[0];
+    if (zero.starts_with("error "))
+      return fail(fmt::format("rank 0 could not start {}: {}", name, zero.substr(6)));
+    id = zero.substr(3);
+  } else if (!problem.empty()) {
+    return fail(problem);
+  }
+  return transport->join(launch, id, device, options, std::move(host));
 }
 
 } // namespace netc::comm

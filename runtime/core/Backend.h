@@ -7,7 +7,10 @@
 // until read. Inputs are double-buffered: the host fills one input slot
 // (asynchronously) while a run reads the other. A data-parallel plan's
 // communication ops (all-reduce, wait) run through the communicator the
-// backend was attached to, inside the same run. Backends register
+// backend was attached to, inside the same run. A device backend may also
+// hold the whole training set in its memory (--data-on-device): the host
+// then uploads each epoch's sample order once and asks for each batch to
+// be gathered into an input slot there, instead of copying it in. Backends register
 // themselves by name (BackendRegistry); nothing above this interface knows
 // which one runs, and no op contains a backend switch.
 #pragma once
@@ -62,6 +65,9 @@ struct BackendInfo {
   /// last run was a graph's replay.
   int64_t graphsCaptured = 0;
   bool lastRunReplayed = false;
+  /// Whether holdDataset can keep a training set in this backend's memory
+  /// (a device's); the others read every batch from host memory anyway.
+  bool holdsData = false;
 };
 
 class Backend {
@@ -73,7 +79,8 @@ public:
   /// Allocates every buffer of `plan` for batches of up to `maxBatch` samples
   /// (its inputs `plan.inputSlots` times, its workspace as large as this
   /// backend's kernels need) and uploads its index tables; an error says how
-  /// much memory was needed. Nothing is allocated after load.
+  /// much memory was needed. Nothing is allocated after load but by
+  /// holdDataset.
   virtual Status load(const plan::Plan &plan, int64_t maxBatch) = 0;
   /// Copies float values into buffer `buffer` starting at element `offset`
   /// (an input buffer: its slot 0), complete on return.
@@ -87,6 +94,34 @@ public:
   virtual void writeInput(int slot, int buffer, std::span<const float> values) = 0;
   /// Waits until every writeInput issued so far is complete.
   virtual void fence() = 0;
+  /// Keeps a data set of `count` samples in this backend's memory for
+  /// gatherInput, in place of one kept before: `features` holds count rows
+  /// of the plan's features per sample, `labels` count rows of its labels
+  /// per sample, exactly as writeInput would receive them. Valid after
+  /// load; an error says how much memory it needs and how much is free. The
+  /// default refuses (BackendInfo::holdsData).
+  virtual Status holdDataset(std::span<const float> /*features*/, std::span<const float> /*labels*/,
+                             int64_t /*count*/) {
+    return fail("the " + std::string(name()) + " backend cannot hold a data set in its memory");
+  }
+  /// The order gatherInput reads the held data set in (an epoch's, or this
+  /// rank's share of it): position p is sample order[p], each in [0, count)
+  /// of holdDataset; at most `count` positions. Ordered after every
+  /// gatherInput issued before it.
+  virtual Status setSampleOrder(std::span<const int32_t> /*order*/) {
+    return fail("the " + std::string(name()) + " backend holds no data set to order");
+  }
+  /// What writeInput does for the features and the labels of input slot
+  /// `slot`, from the held data set: the samples at positions [first,
+  /// first + count) of the sample order, gathered where the data is held,
+  /// ordered after every run issued before it (which may still read that
+  /// slot); a later run of that slot waits for it, and nothing on the host
+  /// needs to stay valid (no fence). Fails at once for positions outside
+  /// the order or more samples than load's batch; a device's own failure
+  /// comes back from the next run.
+  virtual Status gatherInput(int /*slot*/, int64_t /*first*/, int64_t /*count*/) {
+    return fail("the " + std::string(name()) + " backend holds no data set to gather from");
+  }
   /// The communicator the plan's communication ops reduce over (its arenas
   /// in this backend's memory); null: none (a plan without such ops). Must
   /// outlive every run.

@@ -6,14 +6,22 @@
 // truly asynchronous: an input batch is staged in a pinned mirror of the
 // input arena and waits only for the last run that read its slot, and small
 // writes (the step scalars) go through a ring of pinned blocks, so the host
-// can issue the next step while the GPU runs this one.
+// can issue the next step while the GPU runs this one. With a training set
+// held on the GPU (HeldDataset.h) a batch is instead gathered into its slot
+// on the copy stream, ordered by the same events. A data-parallel plan's
+// all-reduces go through NCCL on the GPU when the communicator is NCCL's
+// (stream-ordered, inside the step's graph, every host wait bounded by
+// --comm-timeout), else through host staging around the graphs.
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/core/MemoryLayout.h"
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
+#include "runtime/cuda/CudaStatus.h"
 #include "runtime/cuda/Cudnn.h"
 #include "runtime/cuda/CudnnRunner.h"
 #include "runtime/cuda/DeviceProbe.h"
+#include "runtime/cuda/HeldDataset.h"
+#include "runtime/cuda/NcclCommunicator.h"
 #include "runtime/cuda/OpRunner.h"
 #include "runtime/cuda/OpTables.h"
 
@@ -32,16 +40,8 @@ namespace {
 
 using cuda::OpResources;
 
-/// A CUDA status as a Status naming the call.
-Status cudaStatus(cudaError_t e, std::string_view what) {
-  if (e == cudaSuccess)
-    return Status::success();
-  return fail(fmt::format("{} failed: {} ({})", what, cudaGetErrorString(e), static_cast<int>(e)));
-}
-
-std::string mebibytes(int64_t bytes) {
-  return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
-}
+using cuda::cudaStatus;
+using cuda::mebibytes;
 
 class CudaBackend final : public Backend {
 public:
@@ -58,13 +58,16 @@ public:
         "{} (cuda:{}, compute capability {}.{}, {:.1f} GiB, cuBLAS {}{})", device_.name, device_.index,
         device_.major, device_.minor, double(device_.memoryBytes) / double(int64_t{1} << 30),
         cublas_ ? cublas_->version() : 0,
-        cudnnNote_ + (options_.captureGraphs ? ", CUDA graphs" : ", CUDA graphs off") + graphNote_);
+        cudnnNote_ + (options_.captureGraphs ? ", CUDA graphs" : ", CUDA graphs off") + graphNote_ +
+            (nccl_ ? fmt::format(", NCCL {} on {} GPU(s)", ncclVersionText(nccl_->version()), nccl_->size())
+                   : std::string()));
     // Reading the sums waits for the GPU: every 50 steps, unless --log-every says otherwise.
     info.defaultLogEvery = 50;
     info.launchesLastRun = launchesLastRun_;
     info.deviceBytes = deviceBytes_;
     info.graphsCaptured = graphsCaptured_;
     info.lastRunReplayed = lastRunReplayed_;
+    info.holdsData = true;
     return info;
   }
 
@@ -205,6 +208,17 @@ public:
     staging_.assign(static_cast<size_t>(std::max<int64_t>(plan.arenaElements, 0)), 0.0f);
     if (Status s = allocatePinned(); !s)
       return s;
+    auto collectives = cuda::ncclCollectives(plan, 0, plan.ops.size());
+    if (!collectives)
+      return collectives.error();
+    collectiveOf_.assign(plan.ops.size(), -1);
+    for (size_t k = 0; k < collectives->size(); ++k)
+      collectiveOf_[(*collectives)[k].op] = static_cast<int>(k);
+    collectives_ = std::move(*collectives);
+    if (Status s =
+            cudaStatus(cudaEventCreateWithFlags(&hostWait_, cudaEventDisableTiming), "cudaEventCreate");
+        !s)
+      return s;
     commNames_.assign(plan.ops.size(), std::string());
     for (size_t i = 0; i < plan.ops.size(); ++i)
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
@@ -216,7 +230,7 @@ public:
     float *destination = bufferAddress(buffer, 0) + offset;
     if (values.size() <= kSmallWriteFloats) { // through the pinned ring: no wait for the stream
       SmallWrite &block = smallWrites_[nextSmallWrite_++ % smallWrites_.size()];
-      keep(cudaStatus(cudaEventSynchronize(block.copied), "reusing a pinned staging block"));
+      keep(waitForEvent(block.copied, "reusing a pinned staging block"));
       std::copy(values.begin(), values.end(), block.values);
       keep(cudaStatus(
           cudaMemcpyAsync(destination, block.values, values.size_bytes(), cudaMemcpyHostToDevice, stream_),
@@ -227,7 +241,7 @@ public:
     keep(cudaStatus(
         cudaMemcpyAsync(destination, values.data(), values.size_bytes(), cudaMemcpyHostToDevice, stream_),
         "copying to the GPU"));
-    keep(cudaStatus(cudaStreamSynchronize(stream_), "copying to the GPU"));
+    keep(waitForStream(stream_, "copying to the GPU"));
   }
 
   void read(int buffer, std::span<float> values, int64_t offset) const override {
@@ -236,7 +250,7 @@ public:
         cudaMemcpyAsync(values.data(), source, values.size_bytes(), cudaMemcpyDeviceToHost, stream_),
         "copying from the GPU");
     if (s)
-      s = cudaStatus(cudaStreamSynchronize(stream_), "copying from the GPU");
+      s = const_cast<CudaBackend *>(this)->waitForStream(stream_, "copying from the GPU");
     if (!s) {
       std::fill(values.begin(), values.end(), 0.0f);
       const_cast<CudaBackend *>(this)->keep(std::move(s));
@@ -252,7 +266,7 @@ public:
       // The slot's previous copies have left the pinned mirror (fence waited
       // for them before the run that read it; this is a formality then).
       float *pinned = pinnedInputs_ + (offset - layout_.inputBegin);
-      keep(cudaStatus(cudaEventSynchronize(inputReady_[s]), "reusing pinned input memory"));
+      keep(waitForEvent(inputReady_[s], "reusing pinned input memory"));
       std::copy(values.begin(), values.end(), pinned);
       source = pinned;
     }
@@ -265,9 +279,48 @@ public:
                     "recording an input copy"));
   }
 
-  void fence() override { keep(cudaStatus(cudaStreamSynchronize(copyStream_), "waiting for input copies")); }
+  void fence() override { keep(waitForStream(copyStream_, "waiting for input copies")); }
 
-  void attach(comm::Communicator *communicator) override { communicator_ = communicator; }
+  Status holdDataset(std::span<const float> features, std::span<const float> labels, int64_t count) override {
+    if (!plan_)
+      return fail("holding a data set before loading a plan (a bug in netc)");
+    auto width = [&](int buffer) {
+      return buffer >= 0 ? plan_->buffers[static_cast<size_t>(buffer)].perSample : int64_t{0};
+    };
+    const int64_t labelWidth = width(plan_->labels);
+    return heldData_.hold(features, labelWidth > 0 ? labels : std::span<const float>(), count,
+                          width(plan_->features), labelWidth, copyStream_,
+                          fmt::format("cuda:{} ({})", device_.index, device_.name), deviceBytes_);
+  }
+
+  Status setSampleOrder(std::span<const int32_t> order) override {
+    return heldData_.setOrder(order, copyStream_, [this](cudaStream_t stream, std::string_view what) {
+      return waitForStream(stream, what);
+    });
+  }
+
+  Status gatherInput(int slot, int64_t first, int64_t count) override {
+    if (count > maxBatch_)
+      return fail(
+          fmt::format("gathering {} samples into a slot loaded for {} (a bug in netc)", count, maxBatch_));
+    const size_t s = static_cast<size_t>(slot);
+    // After the last run that read this slot (it may still be running), as writeInput.
+    if (Status st = cudaStatus(cudaStreamWaitEvent(copyStream_, slotRead_[s], 0), "ordering an input gather");
+        !st)
+      return st;
+    cuda::CudaLauncher launch;
+    launch.stream = copyStream_;
+    const cuda::GatherTarget to{bufferAddress(plan_->features, slot),
+                                plan_->labels >= 0 ? bufferAddress(plan_->labels, slot) : nullptr};
+    if (Status st = heldData_.gather(first, count, to, launch); !st)
+      return st;
+    return cudaStatus(cudaEventRecord(inputReady_[s], copyStream_), "recording an input gather");
+  }
+
+  void attach(comm::Communicator *communicator) override {
+    communicator_ = communicator;
+    nccl_ = dynamic_cast<cuda::NcclCommunicator *>(communicator);
+  }
 
   Status run(size_t first, size_t last, int64_t batch, int inputSlot) override {
     if (!error_.ok())
@@ -283,26 +336,74 @@ public:
       if (input >= 0)
         pointers_[static_cast<size_t>(input)] = bufferAddress(input, inputSlot);
     lastRunReplayed_ = false;
-    if (Status s =
-            graphable(first, last) ? runAsGraph(first, last, batch, inputSlot) : issue(first, last, batch);
-        !s)
+    if (nccl_ && nccl_->device() != device_.index)
+      return fail(fmt::format("the NCCL communicator is on cuda:{} but the plan on cuda:{} (a bug in netc)",
+                              nccl_->device(), device_.index));
+    if (Status s = runRange(first, last, batch, inputSlot); !s)
       return s;
     return cudaStatus(cudaEventRecord(slotRead_[static_cast<size_t>(inputSlot)], stream_),
                       "recording the end of a step");
   }
 
-  void synchronize() override { keep(cudaStatus(cudaStreamSynchronize(stream_), "running on the GPU")); }
+  void synchronize() override { keep(waitForStream(stream_, "running on the GPU")); }
 
 private:
-  /// Whether ops [first, last) may run as a captured graph: graphs on, no
-  /// per-op check, and no communication op (those wait on the host).
-  bool graphable(size_t first, size_t last) const {
+  /// Ops [first, last), as graphs where they may be: the whole range when
+  /// its communication (if any) is NCCL's and joined inside it -- the
+  /// buckets' all-reduces are then nodes of the step's graph; with a host
+  /// communicator (MPI) the graph is split at each communication op, which
+  /// waits on the host between the graphs of the ranges around it.
+  Status runRange(size_t first, size_t last, int64_t batch, int inputSlot) {
+    last = std::min(last, plan_->ops.size());
     if (!options_.captureGraphs || options_.checkEachOp)
-      return false;
-    for (size_t i = first; i < last && i < plan_->ops.size(); ++i)
-      if (plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication)
-        return false;
-    return true;
+      return issue(first, last, batch);
+    bool communicates = false;
+    for (size_t i = first; i < last; ++i)
+      communicates = communicates || plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication;
+    if (!communicates)
+      return runAsGraph(first, last, batch, inputSlot);
+    if (nccl_) {
+      auto range = cuda::ncclCollectives(*plan_, first, last);
+      if (!range)
+        return range.error();
+      // A capture must end with the communication stream joined back.
+      return cuda::joinsEveryAllReduce(*range) ? runAsGraph(first, last, batch, inputSlot)
+                                               : issue(first, last, batch);
+    }
+    for (size_t begin = first; begin < last;) {
+      size_t end = begin;
+      while (end < last && plan::opRole(plan_->ops[end].kind) != plan::OpRole::Communication)
+        ++end;
+      if (end > begin)
+        if (Status s = runAsGraph(begin, end, batch, inputSlot); !s)
+          return s;
+      if (end < last)
+        if (Status s = communicate(end); !s)
+          return s;
+      begin = end + 1;
+    }
+    return Status::success();
+  }
+
+  /// Waits on the host for `event`: with NCCL at most --comm-timeout, and
+  /// failing on NCCL's asynchronous errors (a hung collective aborted, not
+  /// waited for forever); otherwise as long as it takes.
+  Status waitForEvent(cudaEvent_t event, std::string_view what) {
+    if (nccl_)
+      return nccl_->waitFor(event, what);
+    return cudaStatus(cudaEventSynchronize(event), what);
+  }
+  /// waitForEvent for everything issued on `stream` so far.
+  Status waitForStream(cudaStream_t stream, std::string_view what) {
+    if (!nccl_)
+      return cudaStatus(cudaStreamSynchronize(stream), what);
+    if (Status s = cudaStatus(cudaEventRecord(hostWait_, stream), what); !s)
+      return s;
+    return nccl_->waitFor(hostWait_, what);
+  }
+
+  static std::string ncclVersionText(int code) {
+    return fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
   }
 
   /// Runs ops [first, last) as a graph: the first run of a range, batch and
@@ -356,7 +457,7 @@ private:
     launch.cudnnLibrary = cudnn_.get();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       if (plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication) {
-        if (Status s = communicate(i); !s)
+        if (Status s = nccl_ ? communicateOnDevice(i, launch) : communicate(i); !s)
           return s;
         continue;
       }
@@ -646,6 +747,21 @@ private:
     return status;
   }
 
+  /// Op `index`, a communication op, through NCCL on the GPU: an all-reduce
+  /// of its bucket on the communication stream after the compute stream's
+  /// work so far, or the compute stream's wait for every one enqueued.
+  Status communicateOnDevice(size_t index, cuda::CudaLauncher &launch) {
+    const int k = collectiveOf_[index];
+    if (k < 0)
+      return fail(fmt::format("{} has no NCCL form (a bug in netc)", describeOp(index)));
+    const cuda::NcclCollective &c = collectives_[static_cast<size_t>(k)];
+    if (c.kind == cuda::NcclCollective::Kind::Join)
+      return nccl_->join(stream_);
+    ++launch.launches;
+    return nccl_->allReduceOnDevice(c, static_cast<float *>(pointers_[static_cast<size_t>(c.buffer)]),
+                                    stream_, commNames_[index]);
+  }
+
   /// Keeps the first failure of a call that cannot return one, for the next run.
   void keep(Status s) {
     if (!s.ok() && error_.ok())
@@ -658,12 +774,18 @@ private:
   }
 
   void release() {
+    heldData_.release();
     for (auto &[key, graph] : graphs_)
       if (graph.exec)
         cudaGraphExecDestroy(graph.exec);
     graphs_.clear();
     graphsCaptured_ = 0;
     graphNote_.clear();
+    if (hostWait_)
+      cudaEventDestroy(hostWait_);
+    hostWait_ = nullptr;
+    collectives_.clear();
+    collectiveOf_.clear();
     if (block_)
       cudaFree(block_);
     block_ = nullptr;
@@ -721,6 +843,7 @@ private:
   };
   std::array<SmallWrite, 16> smallWrites_;
   size_t nextSmallWrite_ = 0;
+  cuda::HeldDataset heldData_; // the training set, with --data-on-device
   std::unique_ptr<cuda::Cublas> cublas_;
   std::unique_ptr<cuda::Cudnn> cudnn_; // null when no op runs on cuDNN
   std::vector<CudnnOp> cudnnOps_;      // by op index
@@ -748,6 +871,10 @@ private:
   std::string graphNote_; // why a capture failed, for describe()
   Status error_;
   comm::Communicator *communicator_ = nullptr;
+  cuda::NcclCommunicator *nccl_ = nullptr;        // the communicator when it is NCCL's
+  std::vector<cuda::NcclCollective> collectives_; // the plan's, in order (NcclCalls.h)
+  std::vector<int> collectiveOf_;                 // by op index (-1: none)
+  cudaEvent_t hostWait_ = nullptr;                // recorded where the host waits for a stream
   std::vector<std::string> commNames_;
   std::vector<float> staging_; // host copies of the flat arenas' ranges being all-reduced
   struct Started {

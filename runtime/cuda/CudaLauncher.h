@@ -13,6 +13,7 @@
 #include "codegen/Plan.h"
 #include "runtime/cuda/CudnnConvolution.h"
 #include "runtime/cuda/CudnnPooling.h"
+#include "runtime/cuda/ElementBodies.h"
 #include "runtime/cuda/GemmCall.h"
 #include "runtime/cuda/LossBodies.h"
 #include "support/Status.h"
@@ -57,6 +58,10 @@ inline int64_t elementBlocks(int64_t n, int64_t maxBlocks = 65535 * 16) {
   const int64_t blocks = (n + kElementThreads - 1) / kElementThreads;
   return blocks < maxBlocks ? blocks : maxBlocks;
 }
+
+/// A gather of `n` elements (ElementBodies.h) as one kernel on launch.stream:
+/// a batch from a data set held on the device.
+void gatherRowsOnDevice(const GatherRowsBody &body, int64_t n, CudaLauncher &launch);
 
 /// runPlanOp (CudnnRunner.h) on the GPU.
 size_t runPlanOpOnDevice(const plan::Plan &plan, size_t i, size_t last, const OpResources &resources,

@@ -2,9 +2,10 @@
 // kernel template that runs any host/device body (ElementBodies.h and its
 // siblings) one element per thread, the one-block metrics reduction (the
 // lane functions of LossBodies.h with a barrier between tree steps), the
-// launcher's members (CudaLauncher.h), and the op dispatch (runPlanOp,
-// CudnnRunner.h) instantiated for that launcher. The logic of every body runs in CI on the
-// host (HostLauncher.h); this file only maps it onto threads.
+// launcher's members (CudaLauncher.h), the op dispatch (runPlanOp,
+// CudnnRunner.h) instantiated for that launcher, and the gather of a batch
+// from a data set held on the device. The logic of every body runs in CI on
+// the host (HostLauncher.h); this file only maps it onto threads.
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
 #include "runtime/cuda/CudnnRunner.h"
@@ -82,6 +83,10 @@ void CudaLauncher::reduceMetrics(const MetricsReduceBody &body) {
   ++launches;
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
     record(cudaFailure(e, "the metrics kernel launch"));
+}
+
+void gatherRowsOnDevice(const GatherRowsBody &body, int64_t n, CudaLauncher &launch) {
+  launch.elements(body, n);
 }
 
 size_t runPlanOpOnDevice(const plan::Plan &plan, size_t i, size_t last, const OpResources &resources,

@@ -4,12 +4,12 @@
 // and device code. runtime/cuda/CudaLauncher.cuh runs a body as a CUDA
 // kernel, one thread per element; HostLauncher.h runs the same body as a
 // loop, which is how CI checks every body against the reference kernels
-// without a GPU (tests/numeric/DeviceKernelParityTest.cpp). Buffers are
-// sample-major (sample b's node i at b * nodes + i), as cuBLAS and cuDNN
-// read them. Here: input slices, bias, the output functions with their
+// without a GPU (tests/numeric/DeviceKernelParityTest.cpp; the gather:
+// DataOnDeviceTest.cpp). Buffers are sample-major (sample b's node i at
+// b * nodes + i), as cuBLAS and cuDNN read them. Here: input slices, bias, the output functions with their
 // gradients (softmax per row), the bias gradient, and the fused bias +
-// output function, and the row permutation between cuDNN's channel order
-// and Net#'s.
+// output function, the row permutation between cuDNN's channel order
+// and Net#'s, and the gather of a batch from a data set held on the device.
 #pragma once
 
 #include "runtime/core/ActivationMath.h"
@@ -183,6 +183,21 @@ struct PermuteRowsBody {
     if (bias)
       value += bias[biasRow ? biasRow[r] : r];
     storeValue(to[net], value, accumulate);
+  }
+};
+
+/// A batch gathered from a data set held in device memory (--data-on-device),
+/// element i of [rows × width]: row r of `to` is row order[r] of `from`
+/// (rows of `width` floats, the features or the labels of a sample), so
+/// to[i] = from[order[i / width] · width + i % width].
+struct GatherRowsBody {
+  const float *from;
+  const int32_t *order;
+  float *to;
+  int64_t width;
+  NETC_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t row = i / width, k = i % width;
+    to[i] = from[int64_t{order[row]} * width + k];
   }
 };
 

@@ -4,6 +4,7 @@
 #include "runtime/core/MemoryLayout.h"
 #include "runtime/cuda/CudnnRunner.h"
 #include "runtime/cuda/GemmCall.h"
+#include "runtime/cuda/NcclCalls.h"
 
 #include <fmt/format.h>
 
@@ -65,9 +66,13 @@ struct RecordingLauncher {
 } // namespace
 
 Expected<std::vector<StepLaunch>> stepLaunches(const plan::Plan &plan, int64_t batch, size_t first,
-                                               size_t last, bool cudnn) {
+                                               size_t last, bool cudnn, bool nccl) {
   if (batch < 1)
     return fail("a batch of at least one sample");
+  auto collectives = ncclCollectives(plan, first, last);
+  if (!collectives)
+    return collectives.error();
+  size_t nextCollective = 0;
   // Real host memory behind every pointer the dispatch computes (nothing is run).
   auto layout = layoutMemory(plan, batch);
   if (!layout)
@@ -117,7 +122,20 @@ Expected<std::vector<StepLaunch>> stepLaunches(const plan::Plan &plan, int64_t b
     const plan::Op &op = plan.ops[i];
     launch.op = static_cast<int>(i);
     if (plan::opRole(op.kind) == plan::OpRole::Communication) {
-      launch.add(StepLaunch::Kind::AllReduce, std::string(plan::opName(op.kind)), 0);
+      if (!nccl) {
+        launch.add(StepLaunch::Kind::AllReduce, std::string(plan::opName(op.kind)) + " through the host", 0);
+        continue;
+      }
+      const NcclCollective &c = (*collectives)[nextCollective++];
+      if (c.kind == NcclCollective::Kind::Join) {
+        launch.add(StepLaunch::Kind::Join, "compute stream waits for the all-reduces", 0);
+        continue;
+      }
+      launch.add(StepLaunch::Kind::Collective,
+                 fmt::format("ncclAllReduce {} {} [{}, +{}) of {}{}", ncclReductionName(c.reduction),
+                             ncclTypeName(c.type), c.offset, c.count, plan.buffers[size_t(c.buffer)].name,
+                             c.bucket >= 0 ? fmt::format(" (bucket {})", c.bucket) : std::string()),
+                 c.count);
       continue;
     }
     std::optional<CudnnOpResources> conv;
@@ -146,7 +164,7 @@ int64_t launchCount(const std::vector<StepLaunch> &launches) {
   for (const StepLaunch &l : launches)
     n += l.kind == StepLaunch::Kind::Kernel || l.kind == StepLaunch::Kind::Gemm ||
          l.kind == StepLaunch::Kind::Memset || l.kind == StepLaunch::Kind::Metrics ||
-         l.kind == StepLaunch::Kind::Cudnn;
+         l.kind == StepLaunch::Kind::Cudnn || l.kind == StepLaunch::Kind::Collective;
   return n;
 }
 

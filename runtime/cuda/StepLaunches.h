@@ -1,6 +1,6 @@
 // StepLaunches.h -- what the CUDA backend issues for a range of ops, as
 // pure data: every kernel (by body), library call, memset, event and
-// host-staged collective of one training step (or any range), in order,
+// collective of one training step (or any range), in order,
 // with its size. It comes from the same dispatch the backend issues and
 // captures (runPlanOp, CudnnRunner.h), run through a launcher that records
 // instead of launching, so it is the graph a step is captured as; CI tests
@@ -28,7 +28,9 @@ struct StepLaunch {
     Memset,       // cudaMemsetAsync of `elements` floats
     Metrics,      // the one-block loss and accuracy sums
     Cudnn,        // a cuDNN call
-    AllReduce,    // a communication op (through the host today: not in a graph)
+    AllReduce,    // a communication op through the host (MPI): the graph is split around it
+    Collective,   // an NCCL all-reduce on the communication stream, after an event (in the graph)
+    Join,         // the compute stream waits for the communication stream (an event, in the graph)
     SlotRead,     // the end of the run, recorded for the input slot's next copy
   };
   Kind kind = Kind::Kernel;
@@ -39,12 +41,14 @@ struct StepLaunch {
 
 /// What the backend issues for ops [first, last) of `plan` at `batch`
 /// samples, with convolutions and pools on cuDNN where they have a form
-/// (`cudnn`, as by default) or all on netc's kernels.
+/// (`cudnn`, as by default) or all on netc's kernels, and a data-parallel
+/// plan's communication through the host communicator (MPI) or, `nccl`,
+/// as NCCL collectives ordered by events (NcclCalls.h).
 Expected<std::vector<StepLaunch>> stepLaunches(const plan::Plan &plan, int64_t batch, size_t first,
-                                               size_t last, bool cudnn = true);
+                                               size_t last, bool cudnn = true, bool nccl = false);
 
-/// The kernels and library calls among `launches` (what netc bench reports
-/// as launches_per_step).
+/// The kernels, library calls and NCCL collectives among `launches` (what
+/// netc bench reports as launches_per_step).
 int64_t launchCount(const std::vector<StepLaunch> &launches);
 
 /// One line per launch: "#op name: what ×elements".

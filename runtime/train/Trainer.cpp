@@ -1,17 +1,18 @@
 // Trainer.cpp -- the training loop (see Trainer.h). runSteps is the step
 // loop: per micro-batch it waits for the batch's input slot (fence), writes
 // the step scalars, runs the plan once and starts writing the next batch
-// into the other slot; every --log-every steps readSums takes the loss sums
-// from the backend, reports progress and checks the loss is finite (the
-// update op skips every step after a non-finite loss, so the parameters are
-// still those before it and diverged() can locate the first non-finite
-// layer). run wraps epochs around it: evaluation, the best epoch, the
-// flat-loss hint, checkpoints and metrics. Checkpoints are written at epoch
-// ends, and mid-epoch when the observer asks the run to stop; the data
-// position and the partial epoch's running sums are saved with them, so a
-// resumed run continues exactly. At an epoch end the checkpoints are written
-// before the metrics line, so a metrics file never records an epoch that
-// last.safetensors lacks.
+// into the other slot (or, with the training set held on the device, has
+// the backend gather it there, with no wait on the host); every --log-every
+// steps readSums takes the loss sums from the backend, reports progress and
+// checks the loss is finite (the update op skips every step after a
+// non-finite loss, so the parameters are still those before it and
+// diverged() can locate the first non-finite layer). run wraps epochs
+// around it: evaluation, the best epoch, the flat-loss hint, checkpoints and
+// metrics. Checkpoints are written at epoch ends, and mid-epoch when the
+// observer asks the run to stop; the data position and the partial epoch's
+// running sums are saved with them, so a resumed run continues exactly. At
+// an epoch end the checkpoints are written before the metrics line, so a
+// metrics file never records an epoch that last.safetensors lacks.
 #include "runtime/train/Trainer.h"
 #include "runtime/comm/Agreement.h"
 #include "runtime/data/Prefetcher.h"
@@ -230,15 +231,44 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
       sizes.push_back(m.size);
     }
   }
-  data::BatchPrefetcher prefetcher(train_, std::move(mine), std::move(sizes));
-  auto stage = [&](int into, const data::Batch &batch) {
-    backend_.writeInput(into, plan_.features, batch.features);
-    backend_.writeInput(into, plan_.labels, batch.labels);
+  // The micro-batches in order: gathered by the backend from the training
+  // set it holds (--data-on-device), this rank's order uploaded once; or
+  // gathered on the host by the prefetcher's thread and copied in.
+  std::optional<data::BatchPrefetcher> prefetcher;
+  std::optional<data::Batch> hostBatch; // the host batch last staged
+  size_t nextMicro = 0;
+  int64_t nextPosition = 0;
+  if (options_.dataOnDevice) {
+    const std::vector<int32_t> positions(mine.begin(), mine.end());
+    if (Status st = backend_.setSampleOrder(positions); !st)
+      return Error{st.message()};
+  } else {
+    prefetcher.emplace(train_, std::move(mine), sizes);
+  }
+  // Stages the next micro-batch into input slot `into`: its size, 0 after the last.
+  auto stageNext = [&](int into) -> Expected<int64_t> {
+    if (!prefetcher) {
+      if (nextMicro == sizes.size())
+        return int64_t{0};
+      const int64_t size = sizes[nextMicro++];
+      if (Status st = backend_.gatherInput(into, nextPosition, size); !st)
+        return Error{st.message()};
+      nextPosition += size;
+      return size;
+    }
+    if (hostBatch) // copied in: the fence before its run waited for that
+      prefetcher->recycle(std::move(*hostBatch));
+    hostBatch = prefetcher->next();
+    if (!hostBatch)
+      return int64_t{0};
+    backend_.writeInput(into, plan_.features, hostBatch->features);
+    backend_.writeInput(into, plan_.labels, hostBatch->labels);
+    return hostBatch->size;
   };
   int slot = 0;
-  std::optional<data::Batch> current = prefetcher.next();
-  if (current)
-    stage(slot, *current);
+  auto staged = stageNext(slot); // the size of the batch in `slot`
+  if (!staged)
+    return staged.error();
   const bool localSgd = plan_.replicaSync == plan::ReplicaSync::AverageReplicas;
   const int64_t warmup = optim::warmupSteps(options_.warmup, (n + perStep - 1) / perStep);
   int64_t stepsUnread = 0, batchesUnread = 0, samplesUnread = 0;
@@ -267,9 +297,9 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
         return Error{st.message()};
     }
     for (int64_t m = 0; m < micro; ++m) {
-      backend_.fence(); // the current batch is in `slot`
-      const int64_t size = current->size;
-      prefetcher.recycle(std::move(*current));
+      if (prefetcher)
+        backend_.fence(); // the current batch is in `slot` (a gather needs no wait on the host)
+      const int64_t size = *staged;
       const bool firstMicro = m == 0, lastMicro = m + 1 == micro;
       writeStepScalars(plan_, backend_,
                        optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
@@ -285,9 +315,9 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
       }
       state.lastSlot = slot;
       state.lastBatch = size;
-      current = prefetcher.next();
-      if (current)
-        stage(1 - slot, *current);
+      staged = stageNext(1 - slot);
+      if (!staged)
+        return staged.error();
       slot = 1 - slot;
     }
     if (chunks) { // every rank's chunks added in the fixed tree, then the update

@@ -1,6 +1,7 @@
 // Trainer.h -- the training loop (DESIGN.md §6): epochs of shuffled
 // mini-batches prepared on a background thread and written to the backend's
-// two input slots in turn, one Backend::run per micro-batch (forward, loss,
+// two input slots in turn (or, with the training set held on the device,
+// gathered into them there), one Backend::run per micro-batch (forward, loss,
 // backward and, at the step's last micro-batch, the fused update; K
 // micro-batches per optimizer step with --accumulate K), the loss sums read
 // every --log-every steps, test evaluation after each epoch,
@@ -78,6 +79,11 @@ struct TrainOptions {
   int deterministicChunks = 0;
   /// Samples per evaluation run: at most what the backend was loaded for (0: batch).
   int64_t evaluationBatch = 0;
+  /// --data-on-device: the backend holds the training set (Backend::holdDataset,
+  /// once before the first step) and gathers each batch itself from the
+  /// epoch's order (uploaded once per epoch), instead of batches gathered on
+  /// the host and copied in; the same samples in the same order either way.
+  bool dataOnDevice = false;
 };
 
 struct Progress {

@@ -1,6 +1,7 @@
 // TrainerState.cpp -- the trainer's state at the edges of a run (see
 // Trainer.h): start() checks the outputs, reads a checkpoint to resume or
-// start from, prepares the output folder and metrics files, initialises the
+// start from, hands the training set to the backend to hold (--data-on-device),
+// prepares the output folder and metrics files, initialises the
 // parameters and, with several ranks, agrees with the other ranks and
 // broadcasts rank 0's state; saveState() writes a checkpoint with the data
 // position and the partial epoch's sums; diverged() names what went
@@ -194,6 +195,11 @@ Status Trainer::prepare(TrainObserver &observer) {
     if (!info)
       return info.error();
   }
+  // The training set exactly as the host batches would hold it (normalised
+  // by the caller), held once; a device without room for it says so.
+  if (options_.dataOnDevice)
+    if (Status st = backend_.holdDataset(train_.features, train_.labels, train_.count); !st)
+      return st;
   // Only now is anything created, truncated or removed.
   if (!options_.outDir.empty()) {
     const std::filesystem::path dir(options_.outDir);

@@ -281,6 +281,8 @@ static const char *const kGoodSettings[][2] = {
     {"cuda_debug", ""},
     {"cuda_graphs", "false"},
     {"cuda_graphs", ""},
+    {"data_on_device", "true"},
+    {"data_on_device", ""},
     {"optimizer", ""},
     {"init", ""},
     {"schedule", ""},
@@ -315,6 +317,7 @@ static const char *const kBadSettings[][3] = {
     {"precision", "fp16", "'fp16' is not fp32 or tf32"},
     {"cuda_debug", "maybe", "boolean"},
     {"cuda_graphs", "sometimes", "boolean"},
+    {"data_on_device", "maybe", "boolean"},
     {"epsilon", "0", "epsilon"},
     {"epochs", "1e3", "epochs"},
     {"accumulate", "0", "at least 1"},
@@ -337,6 +340,7 @@ static void testTrainSettings(void) {
   const char *keys = netc_train_settings_keys();
   CHECK(strstr(keys, "data, epochs, batch") == keys);
   CHECK(strstr(keys, "init_from") != NULL && strstr(keys, "init_skip") != NULL && strstr(keys, "normalize"));
+  CHECK(strstr(keys, "cuda_graphs, data_on_device, precision") != NULL);
   for (size_t i = 0; i < sizeof kGoodSettings / sizeof kGoodSettings[0]; ++i) {
     netc_status status = netc_train_settings_set(settings, kGoodSettings[i][0], kGoodSettings[i][1]);
     if (status != NETC_OK) {

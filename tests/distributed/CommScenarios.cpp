@@ -3,9 +3,13 @@
 // netc_comm_scenarios NAME`), printing "rank R: ok NAME" on success and the
 // failure otherwise. comm_test.py starts the jobs and checks each rank's
 // lines: the operations (all-reduce of every type, split all-reduces,
-// broadcast, all-gather, send and receive, barrier, the agreement) and the
-// faults (a silent rank and ranks in different operations are found at the
-// timeout and named). Exit status 0 only when the scenario's checks hold.
+// broadcast, all-gather, send and receive, barrier, the agreement), the
+// hand-out of a device transport's job id over MPI (the NCCL id of
+// `mpirun ... netc train --device cuda`, here through a test transport:
+// every rank joins with rank 0's id, and rank 0's failure to make one
+// reaches every rank) and the faults (a silent rank and ranks in different
+// operations are found at the timeout and named). Exit status 0 only when
+// the scenario's checks hold.
 #include "runtime/comm/Agreement.h"
 #include "runtime/comm/OpenCommunicator.h"
 
@@ -127,11 +131,38 @@ void agreement(Communicator &c) {
         "a rank's failure reaches every rank: " + (v ? v->message : v.message()));
 }
 
+/// A device transport for the test: its id names the process that made it;
+/// joining checks over the host communicator that every rank got the same.
+void registerTestTransport(bool failToMakeId) {
+  DeviceTransport t;
+  t.name = "test-device";
+  t.newJobId = [failToMakeId]() -> Expected<std::string> {
+    if (failToMakeId)
+      return fail("no devices here");
+    return fmt::format("id made by pid {}", ::getpid());
+  };
+  t.deviceCount = []() -> Expected<int> { return 0; };
+  t.join = [](const LaunchInfo &launch, const std::string &id, int device, const CommOptions &,
+              std::shared_ptr<Communicator> bootstrap) -> Expected<std::shared_ptr<Communicator>> {
+    check(bootstrap != nullptr, "the host communicator that carried the id");
+    check(device == 7, "the device asked for");
+    check(id.starts_with("id made by pid "), "an id: '" + id + "'");
+    auto all = allGatherMessages(*bootstrap, id, "comparing ids");
+    check(all.ok(), "gathering the ids");
+    for (const std::string &other : *all)
+      check(other == id,
+            "rank " + std::to_string(launch.rank) + " got '" + id + "', another '" + other + "'");
+    return bootstrap;
+  };
+  registerDeviceTransport(std::move(t));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: netc_comm_scenarios operations|agreement|silent|disagree [TIMEOUT]\n");
+    std::fprintf(stderr, "usage: netc_comm_scenarios "
+                         "operations|agreement|silent|disagree|device-id|device-id-refused [TIMEOUT]\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -141,6 +172,17 @@ int main(int argc, char **argv) {
   if (!launch)
     die(launch.message());
   gRank = launch->rank;
+  if (scenario == "device-id" || scenario == "device-id-refused") {
+    registerTestTransport(scenario == "device-id-refused");
+    auto joined = openDeviceCommunicator(*launch, options, "test-device", 7);
+    if (scenario == "device-id")
+      check(joined.ok(), "joining: " + (joined ? std::string() : joined.message()));
+    else
+      check(!joined && joined.message() == "rank 0 could not start test-device: no devices here",
+            "rank 0's failure on every rank: " + (joined ? std::string("joined") : joined.message()));
+    std::fprintf(stderr, "rank %d: ok %s\n", launch->rank, scenario.c_str());
+    return 0;
+  }
   auto comm = openCommunicator(*launch, options);
   if (!comm)
     die(comm.message());

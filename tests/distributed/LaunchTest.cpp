@@ -46,13 +46,13 @@ TEST(Launch, OneProcessWithoutALauncher) {
 TEST(Launch, OpenMpiRecordedRanks) {
   for (int r = 0; r < 3; ++r) {
     const LaunchInfo info = parsed(readEnv("openmpi-3ranks-rank" + std::to_string(r) + ".env"));
-    EXPECT_EQ(info, (LaunchInfo{r, 3, r, 3, "mpirun"})) << "rank " << r;
+    EXPECT_EQ(info, (LaunchInfo{r, 3, r, 3, "mpirun", ""})) << "rank " << r;
   }
 }
 
 TEST(Launch, SlurmStepTasks) {
-  EXPECT_EQ(parsed(readEnv("slurm-srun-pmix-2x2-rank3.env")), (LaunchInfo{3, 4, 1, 2, "srun"}));
-  EXPECT_EQ(parsed(readEnv("slurm-srun-uneven-rank4.env")), (LaunchInfo{4, 5, 1, 2, "srun"}));
+  EXPECT_EQ(parsed(readEnv("slurm-srun-pmix-2x2-rank3.env")), (LaunchInfo{3, 4, 1, 2, "srun", ""}));
+  EXPECT_EQ(parsed(readEnv("slurm-srun-uneven-rank4.env")), (LaunchInfo{4, 5, 1, 2, "srun", ""}));
 }
 
 TEST(Launch, ASlurmBatchScriptIsOneProcess) {
@@ -64,7 +64,7 @@ TEST(Launch, OpenMpiWinsOverTheSlurmAllocationItRunsIn) {
   Environment env = readEnv("slurm-srun-pmix-2x2-rank3.env");
   for (const auto &[key, value] : readEnv("openmpi-3ranks-rank1.env"))
     env[key] = value;
-  EXPECT_EQ(parsed(env), (LaunchInfo{1, 3, 1, 3, "mpirun"}));
+  EXPECT_EQ(parsed(env), (LaunchInfo{1, 3, 1, 3, "mpirun", ""}));
 }
 
 TEST(Launch, MalformedOpenMpiVariablesAreNamed) {

@@ -83,7 +83,7 @@ TEST(Scaling, TrainNetworkRefusesBadValuesBeforeReadingAnything) {
   r = trainNetwork("/nonexistent.net", s);
   EXPECT_EQ(r.error, "--sync local-sgd:H needs H >= 1, got 0");
   s.sync = {};
-  s.launch = {2, 2, 0, 1, "mpirun"};
+  s.launch = {2, 2, 0, 1, "mpirun", ""};
   r = trainNetwork("/nonexistent.net", s);
   EXPECT_EQ(r.error, "the launch says rank 2 of 2 (local rank 0 of 1), which do not fit together");
   s.launch = {};
@@ -95,7 +95,7 @@ TEST(Scaling, TrainNetworkRefusesBadValuesBeforeReadingAnything) {
   r = trainNetwork("/nonexistent.net", s);
   EXPECT_EQ(r.error, "--deterministic takes a power of two of chunks from 1 to 1024, got 6");
   s.deterministicChunks = 4;
-  s.launch = {0, 8, 0, 8, "mpirun"};
+  s.launch = {0, 8, 0, 8, "mpirun", ""};
   r = trainNetwork("/nonexistent.net", s);
   EXPECT_EQ(r.error,
             "--deterministic 4 shares its 4 chunks among the ranks, which 8 ranks cannot: run on 1, 2 or "

@@ -5,15 +5,18 @@
 // a few whole training steps of the seed network and of the pooling,
 // response-norm and `where` examples on the GPU and on the CPU's fast
 // kernels from the same start, with the same losses within 1e-3 relative;
-// and checkpoints written on one device and read on the other. Without a
-// usable GPU the binary prints why and exits 77, which CTest reports as a
-// skip (tests/gpu/CMakeLists.txt); scripts/gpu_check.sh runs it on a GPU
-// machine, under compute-sanitizer too. --backend-under-test=cpu runs the
-// same tests against the CPU backend: a dry run of their own logic.
+// checkpoints written on one device and read on the other; and training
+// from a training set held on the GPU (--data-on-device) bit-identical to
+// training from batches copied in. Without a usable GPU the binary prints
+// why and exits 77, which CTest reports as a skip (tests/gpu/CMakeLists.txt); scripts/gpu_check.sh runs it on
+// a GPU machine, under compute-sanitizer too. --backend-under-test=cpu runs the same tests against the CPU
+// backend: a dry run of their own logic.
 #include "../numeric/PlanHarness.h"
 #include "../numeric/TestNetworks.h"
+#include "GpuTraining.h"
 
 #include "api/Backends.h"
+#include "netc/Training.h"
 #include "runtime/train/ModelState.h"
 
 #include <cstdio>
@@ -290,6 +293,46 @@ TEST(GpuGraphs, ReplayEqualsOpByOpBitForBit) {
     b.resize(a.size());
     EXPECT_TRUE(bitIdentical("outputs at batch 13", a, b));
   }
+}
+
+/// --data-on-device: the seed network and LeNet-5 trained for two epochs
+/// (with a validation split evaluated between them, through the copied-in
+/// path) on the digit slice from batches gathered on the GPU, with CUDA
+/// graphs on and off, end with the very checkpoint bytes and epoch figures
+/// of the same run from batches copied in from the host.
+TEST(GpuDataOnDevice, GatheredBatchesTrainTheSameBitsAsCopiedOnes) {
+  if (backendUnderTest() != "cuda")
+    GTEST_SKIP() << "holding the training set is the cuda backend's";
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("netc-gpu-held-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  for (std::string example : {"mnist", "lenet5"}) {
+    SCOPED_TRACE(example);
+    const TrainSettings s = sliceTraining();
+    std::vector<TrainResult> results;
+    const std::vector<std::pair<bool, bool>> runs = {{false, true}, {true, true}, {true, false}};
+    for (auto [held, graphs] : runs) {
+      TrainSettings run = s;
+      run.dataOnDevice = held;
+      run.cudaGraphs = graphs;
+      run.outDir = (dir / fmt::format("{}-{}-{}", example, held, graphs)).string();
+      results.push_back(trainNetwork(sourcePath("examples/" + example + ".net"), run));
+      ASSERT_TRUE(results.back().ok()) << results.back().error;
+    }
+    const std::string copied = bytesOf(dir / fmt::format("{}-false-true", example) / "last.safetensors");
+    ASSERT_FALSE(copied.empty());
+    for (size_t k = 1; k < runs.size(); ++k) {
+      SCOPED_TRACE(fmt::format("cuda graphs {}", runs[k].second ? "on" : "off"));
+      EXPECT_TRUE(copied ==
+                  bytesOf(dir / fmt::format("{}-true-{}", example, runs[k].second) / "last.safetensors"))
+          << "the checkpoints differ";
+      ASSERT_EQ(results[k].epochs.size(), results[0].epochs.size());
+      for (size_t e = 0; e < results[0].epochs.size(); ++e) {
+        EXPECT_EQ(results[k].epochs[e].trainLoss, results[0].epochs[e].trainLoss) << "epoch " << e + 1;
+        EXPECT_EQ(results[k].epochs[e].testLoss, results[0].epochs[e].testLoss) << "epoch " << e + 1;
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 /// A checkpoint written from the GPU loads on the CPU with every parameter

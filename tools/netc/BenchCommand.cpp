@@ -21,7 +21,7 @@ namespace {
 struct BenchArgs {
   std::string file, format = "text";
   BenchSettings settings;
-  int ranks = 0; // --ranks (0: not given)
+  RankRequest ranks; // --ranks, --gpus
   std::vector<std::string> commandLine;
 };
 
@@ -46,7 +46,8 @@ void printProfile(const BenchResult &r) {
 int runBench(BenchArgs &args) {
   if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
     return kUsageError;
-  if (auto done = settleLaunch(args.ranks, args.settings.threads, args.commandLine, args.settings.launch))
+  if (auto done = settleLaunch(args.ranks, args.settings.device, args.settings.threads, args.commandLine,
+                               args.settings.launch))
     return *done;
   const bool rankZero = args.settings.launch.rank == 0;
   BenchResult r = bench(args.file, args.settings);

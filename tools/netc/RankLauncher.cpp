@@ -8,7 +8,10 @@
 #include "RankLauncher.h"
 #include "CommandSupport.h"
 
+#include "api/Backends.h"
 #include "runtime/comm/Launch.h"
+#include "runtime/comm/LocalJob.h"
+#include "runtime/comm/OpenCommunicator.h"
 
 #include <fmt/format.h>
 
@@ -18,9 +21,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
 #include <regex>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 namespace netc::cli {
@@ -66,6 +71,30 @@ std::string selfPath() {
   return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string("netc");
 }
 
+/// Routes SIGINT and SIGTERM to `handler` while it lives (the launcher's
+/// parent process forwards them to the job).
+class InterruptRoute {
+public:
+  explicit InterruptRoute(void (*handler)(int)) {
+    struct sigaction action {};
+    action.sa_handler = handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &action, &oldInterrupt_);
+    ::sigaction(SIGTERM, &action, &oldTerminate_);
+  }
+  ~InterruptRoute() {
+    ::sigaction(SIGINT, &oldInterrupt_, nullptr);
+    ::sigaction(SIGTERM, &oldTerminate_, nullptr);
+  }
+  InterruptRoute(const InterruptRoute &) = delete;
+  InterruptRoute &operator=(const InterruptRoute &) = delete;
+
+private:
+  struct sigaction oldInterrupt_ {
+  }, oldTerminate_{};
+};
+
 /// Runs `command` in its own process group with its standard error through
 /// a pipe (passed on, and read for mpirun's report of a killed rank);
 /// returns its exit status (128 + the signal when it was killed).
@@ -95,13 +124,7 @@ int runJob(const std::vector<std::string> &command) {
   }
   ::close(pipeEnds[1]);
   gJob = child;
-  struct sigaction action {
-  }, oldInterrupt{}, oldTerminate{};
-  action.sa_handler = forwardInterrupt;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &action, &oldInterrupt);
-  ::sigaction(SIGTERM, &action, &oldTerminate);
+  std::optional<InterruptRoute> route(std::in_place, forwardInterrupt);
   // mpirun's report of a rank killed by a signal.
   static const std::regex killed(
       R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+) \(([^)]*)\))");
@@ -133,8 +156,7 @@ int runJob(const std::vector<std::string> &command) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  ::sigaction(SIGINT, &oldInterrupt, nullptr);
-  ::sigaction(SIGTERM, &oldTerminate, nullptr);
+  route.reset();
   gJob = 0;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // Stopped by the Ctrl-C forwarded as SIGUSR1: the status a Ctrl-C'd netc has.
@@ -151,40 +173,132 @@ int runJob(const std::vector<std::string> &command) {
 
 } // namespace
 
-CLI::Option *addRanksOption(CLI::App &app, int &ranks) {
-  return app
-      .add_option_function<std::string>(
-          "--ranks",
-          [&ranks](const std::string &text) { integerFlagProblem(text, 1, comm::kMaxRanks, ranks); },
-          "Data-parallel processes on this machine, started through Open MPI's mpirun (--batch is per rank); "
-          "under mpirun or srun it must equal the ranks they started")
-      ->check([](const std::string &text) {
-        int value = 0;
-        return integerFlagProblem(text, 1, comm::kMaxRanks, value);
-      })
-      ->type_name("N");
+void addRanksOption(CLI::App &app, RankRequest &request) {
+  for (auto [flag, into, help] :
+       {std::tuple{
+            "--ranks", &request.ranks,
+            "Data-parallel processes on this machine, started through Open MPI's mpirun (on --device "
+            "cuda: one per GPU, as --gpus; --batch is per rank); under mpirun or srun it must equal the "
+            "ranks they started"},
+        std::tuple{
+            "--gpus", &request.gpus,
+            "Data-parallel processes on this machine's GPUs, one per GPU from the one --device names, "
+            "started by netc itself (no MPI needed) and joined by NCCL; --gpus 1 runs NCCL's path on one"}})
+    app.add_option_function<std::string>(
+           flag, [into](const std::string &text) { integerFlagProblem(text, 1, comm::kMaxRanks, *into); },
+           help)
+        ->check([](const std::string &text) {
+          int value = 0;
+          return integerFlagProblem(text, 1, comm::kMaxRanks, value);
+        })
+        ->type_name("N");
 }
 
-std::optional<int> settleLaunch(int ranks, int threads, const std::vector<std::string> &commandLine,
-                                Launch &launch) {
+namespace {
+
+std::atomic<int> gLocalInterrupts{0};
+
+extern "C" void countInterrupt(int signal) {
+  if (signal == SIGINT && gLocalInterrupts.load() == 0) {
+    static const char note[] = "\nnetc: stopping every rank: each finishes its step and rank 0 saves the run "
+                               "(Ctrl-C again to end them at once)\n";
+    [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, note, sizeof note - 1);
+  }
+  gLocalInterrupts += signal == SIGINT ? 1 : 2; // SIGTERM: end them at once
+}
+
+/// `--gpus N`: N copies of this command, one per GPU, joined by NCCL.
+int runGpuJob(int gpus, const std::string &device, const std::vector<std::string> &commandLine) {
+  registerBuiltinBackends();
+  const comm::DeviceTransport *nccl = comm::findDeviceTransport("nccl");
+  if (!nccl) {
+    std::fprintf(stderr,
+                 "netc: error: --gpus %d: this netc was built without CUDA; build it with the CUDA "
+                 "toolkit, or run on the CPU with --ranks\n",
+                 gpus);
+    return kUsageError;
+  }
+  // The first GPU: --device cuda:N's N.
+  auto first = chooseDevice(device.empty() || device == "auto" ? "cuda" : device, "cuda", 0,
+                            [](int) { return std::optional<std::string>(); });
+  if (!first) {
+    std::fprintf(stderr, "netc: error: --gpus %d: %s\n", gpus, first.message().c_str());
+    return kUsageError;
+  }
+  auto count = nccl->deviceCount();
+  if (!count) {
+    const std::string why = cudaProblem(first->device).value_or(count.message());
+    std::fprintf(stderr, "netc: error: --gpus %d: %s\n", gpus, why.c_str());
+    return kInputError;
+  }
+  auto id = nccl->newJobId();
+  if (!id) {
+    std::fprintf(stderr, "netc: error: --gpus %d: %s\n", gpus, id.message().c_str());
+    return kInputError;
+  }
+  comm::LocalJobRequest job;
+  job.program = selfPath();
+  job.arguments.assign(commandLine.begin() + (commandLine.empty() ? 0 : 1), commandLine.end());
+  job.ranks = gpus;
+  job.jobId = *id;
+  job.devices = *count;
+  job.firstDevice = first->device;
+  job.interrupts = &gLocalInterrupts;
+  const comm::LocalJobResult result = [&] {
+    InterruptRoute route(countInterrupt);
+    return comm::runLocalJob(job);
+  }();
+  if (!result.startError.empty()) {
+    std::fprintf(stderr, "netc: error: %s\n", result.startError.c_str());
+    return result.status;
+  }
+  if (!result.failure.empty())
+    std::fprintf(stderr,
+                 "netc: error: %s, so netc ended the other ranks; the run continues from its last "
+                 "checkpoint with --resume\n",
+                 result.failure.c_str());
+  return result.status;
+}
+
+} // namespace
+
+std::optional<int> settleLaunch(const RankRequest &request, const std::string &device, int threads,
+                                const std::vector<std::string> &commandLine, Launch &launch) {
   LaunchResult found = launchFromEnvironment();
   if (!found.ok()) {
     std::fprintf(stderr, "netc: error: this process's launch environment: %s\n", found.error.c_str());
     return kUsageError;
   }
   launch = found.launch;
-  if (ranks == 0 || (ranks == 1 && launch.size == 1))
-    return std::nullopt;
-  if (launch.size > 1) {
-    if (launch.size == ranks)
-      return std::nullopt; // a rank of the job (mpirun's or our own)
-    std::fprintf(
-        stderr,
-        "netc: error: --ranks %d, but %s started %d ranks: leave --ranks out under a launcher, or give "
-        "the number it starts\n",
-        ranks, launch.launcher.c_str(), launch.size);
+  if (request.gpus > 0 && request.ranks > 0 && request.gpus != request.ranks) {
+    std::fprintf(stderr,
+                 "netc: error: --ranks %d and --gpus %d disagree: --gpus N is --ranks N with a GPU each\n",
+                 request.ranks, request.gpus);
     return kUsageError;
   }
+  const bool gpuJob = request.gpus > 0 || (request.ranks > 0 && device.starts_with("cuda"));
+  const int ranks = request.gpus > 0 ? request.gpus : request.ranks;
+  const char *flag = request.gpus > 0 ? "--gpus" : "--ranks";
+  if (gpuJob && device == "cpu") {
+    std::fprintf(stderr,
+                 "netc: error: --gpus %d runs one rank per GPU, not on --device cpu: use --ranks %d for "
+                 "CPU ranks\n",
+                 ranks, ranks);
+    return kUsageError;
+  }
+  if (ranks == 0 || (ranks == 1 && launch.size == 1 && !gpuJob))
+    return std::nullopt;
+  if (launch.size > 1 || !launch.jobId.empty()) {
+    if (launch.size == ranks)
+      return std::nullopt; // a rank of the job (mpirun's, srun's or our own)
+    std::fprintf(stderr,
+                 "netc: error: %s %d, but %s started %d ranks: leave %s out under a launcher, or give "
+                 "the number it starts\n",
+                 flag, ranks, launch.launcher.c_str(), launch.size, flag);
+    return kUsageError;
+  }
+  if (gpuJob)
+    return runGpuJob(ranks, device, commandLine);
   const std::string mpirun = findOnPath("mpirun");
   if (mpirun.empty()) {
     std::fprintf(
@@ -195,16 +309,16 @@ std::optional<int> settleLaunch(int ranks, int threads, const std::vector<std::s
         ranks, ranks, ranks);
     return kUsageError;
   }
-  comm::LaunchRequest request;
-  request.ranks = ranks;
-  request.cores = comm::physicalCores();
+  comm::LaunchRequest job;
+  job.ranks = ranks;
+  job.cores = comm::physicalCores();
   const int logical = std::max(1u, std::thread::hardware_concurrency());
-  request.threadsPerRank = threads > 0 ? threads : std::max(1, logical / ranks);
-  request.asRoot = ::geteuid() == 0;
-  request.mpirun = mpirun;
+  job.threadsPerRank = threads > 0 ? threads : std::max(1, logical / ranks);
+  job.asRoot = ::geteuid() == 0;
+  job.mpirun = mpirun;
   const std::vector<std::string> arguments(commandLine.begin() + (commandLine.empty() ? 0 : 1),
                                            commandLine.end());
-  return runJob(comm::mpirunCommand(request, selfPath(), arguments));
+  return runJob(comm::mpirunCommand(job, selfPath(), arguments));
 }
 
 } // namespace netc::cli

@@ -123,7 +123,7 @@ std::string resumeCommand(const std::vector<std::string> &commandLine, const std
 struct TrainArgs {
   std::string file;
   TrainSettings settings;
-  int ranks = 0; // --ranks (0: not given)
+  RankRequest ranks; // --ranks, --gpus
   std::string sync = "allreduce", lrScaling = "none";
   std::optional<std::string> lrWarmup;
   std::optional<float> learningRate;
@@ -254,7 +254,7 @@ int runTrain(TrainArgs &args) {
   TrainSettings &s = args.settings;
   // --ranks N: start the job (this process then only waits for it), or
   // this process's place in one.
-  if (auto done = settleLaunch(args.ranks, s.threads, args.commandLine, s.launch))
+  if (auto done = settleLaunch(args.ranks, s.device, s.threads, args.commandLine, s.launch))
     return *done;
   const bool rankZero = s.launch.rank == 0;
   if (s.launch.size > 1)
@@ -394,6 +394,8 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                   "layer); several names, or a comma-separated list")
       ->delimiter(',');
   addDeviceOptions(*cmd, s);
+  cmd->add_flag("--data-on-device", s.dataOnDevice,
+                "Load the training set into GPU memory once and gather each batch there (CUDA only)");
   addCpuIsaOption(*cmd, s.cpuIsa);
   addIntegerOption(*cmd, "--log-every", args->logEvery, int64_t{1}, kMaxInt64,
                    "Read the loss and accuracy from the backend, report progress and check for divergence "

@@ -1,0 +1,72 @@
+// NcclCalls.h -- what netc asks of NCCL, as pure data, so that CI checks it
+// without a GPU or NCCL: the unique id a job's ranks share, as the text a
+// parent process hands to its children (NETC_NCCL_ID) and its parse, which
+// names the first bad character; NCCL's numbers for netc's element types
+// and reductions; and the collectives of a range of plan ops -- each
+// gradient bucket's all-reduce (buffer, offset, count, type, reduction) on
+// the communication stream and the join of that stream back into the
+// compute stream at the plan's wait. runtime/cuda/NcclCommunicator.cpp
+// issues exactly these; StepLaunches.cpp records them.
+#pragma once
+
+#include "codegen/Plan.h"
+#include "runtime/comm/Communicator.h"
+#include "support/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace netc::runtime::cuda {
+
+/// NCCL_UNIQUE_ID_BYTES: the opaque id every rank of one communicator passes to its init.
+inline constexpr size_t kNcclIdBytes = 128;
+using NcclId = std::array<uint8_t, kNcclIdBytes>;
+
+/// The id as 256 lowercase hexadecimal digits.
+std::string formatNcclId(const NcclId &id);
+/// The id from formatNcclId's text; an error names `source` (where the
+/// text came from, e.g. "NETC_NCCL_ID"), its length or the first character
+/// that is not a hexadecimal digit.
+Expected<NcclId> parseNcclId(std::string_view text, std::string_view source);
+
+/// nccl.h's ncclDataType_t and ncclRedOp_t values netc uses (Nccl.cpp
+/// checks them against the header).
+enum class NcclType : int { Uint8 = 1, Int64 = 4, Float32 = 7, Float64 = 8 };
+enum class NcclReduction : int { Sum = 0, Max = 2, Avg = 4 };
+NcclType ncclTypeOf(comm::DataType type);
+NcclReduction ncclReductionOf(comm::ReduceOp op);
+std::string_view ncclTypeName(NcclType type);
+std::string_view ncclReductionName(NcclReduction reduction);
+
+/// One stream-ordered collective of a step.
+struct NcclCollective {
+  enum class Kind {
+    AllReduce, // after the compute stream's work so far, on the communication stream
+    Join,      // the compute stream waits for every all-reduce issued before
+  };
+  Kind kind = Kind::AllReduce;
+  size_t op = 0;      // the plan op
+  int buffer = -1;    // the arena reduced in place
+  int64_t offset = 0; // elements into it
+  int64_t count = 0;  // elements reduced
+  NcclType type = NcclType::Float32;
+  NcclReduction reduction = NcclReduction::Sum;
+  int bucket = -1; // the gradient bucket (-1: a replica average)
+  bool operator==(const NcclCollective &) const = default;
+};
+
+/// The collectives of ops [first, last) of `plan`, in order: a gradient
+/// bucket is summed (the plan scales the loss by the global batch), a
+/// replica average (local SGD) is NCCL's average. An error names an op
+/// whose range lies outside its buffer.
+Expected<std::vector<NcclCollective>> ncclCollectives(const plan::Plan &plan, size_t first, size_t last);
+
+/// Whether every all-reduce among `collectives` is joined back before
+/// their end (a range that can be captured as one graph: a capture must
+/// end with the communication stream joined).
+bool joinsEveryAllReduce(const std::vector<NcclCollective> &collectives);
+
+} // namespace netc::runtime::cuda
