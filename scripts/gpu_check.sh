@@ -9,7 +9,8 @@
 #     tree already holding both binaries, uses them as they are -- and gathers
 #     OUT (default BUILD_DIR/gpu-bundle, and OUT.tar.xz): the two binaries,
 #     every shared library they need but glibc's (ldd), the examples and test
-#     data they read, bench/compare_gpu.py and this script. Fails when a
+#     data they read, data/mnist when it is there (scripts/prepare_mnist.sh),
+#     bench/compare_gpu.py, bench/main_job_gpu.py and this script. Fails when a
 #     library cannot be found, when MPI or LLVM would be bundled (the GPU
 #     machine has neither; netc opens its MPI plugin only for --ranks), or
 #     when the archive exceeds NETC_BUNDLE_MAX_MB (default 32). With
@@ -23,14 +24,21 @@
 #     BUNDLE/results): device.txt (nvidia-smi, then the driver, runtime,
 #     cuBLAS and cuDNN as loaded); gpu-tests.log (every GPU test); memcheck.log and
 #     racecheck.log (compute-sanitizer over a subset of them); bench.log and
-#     bench.json (bench/compare_gpu.py: netc against PyTorch eager); and
+#     bench.json (bench/compare_gpu.py: netc against PyTorch eager);
+#     main-job.log (bench/main_job_gpu.py: the README's main job, 40 epochs
+#     of the seed network on data/mnist, to its accuracy, netc with and
+#     without --data-on-device against PyTorch, 3 rounds; skipped when the
+#     bundle has no data/mnist); and
 #     train.log (netc train of LeNet-5 on the MNIST slice on the GPU and on the
-#     CPU, then eval on the CPU from the GPU's checkpoint); summary.json with each step's status and the
-#     benchmark figures. Logs are cut to their last 200 lines. Each step is
-#     stopped after NETC_STEP_TIMEOUT seconds (default 240; the sanitizers
-#     get twice that), so a hang costs one step, not the lease; the
-#     benchmark's rounds are NETC_BENCH_ROUNDS (default 5), and the
-#     sanitizer tools run are NETC_SANITIZER_TOOLS (default "memcheck
+#     CPU, then eval on the CPU from the GPU's checkpoint, then the GPU run
+#     again as a one-rank NCCL job, --gpus 1, whose checkpoint must be the
+#     same bytes); summary.json with each step's status, the benchmark
+#     figures and the main job's (under "main_job"; no file of its own).
+#     Logs are cut to their last 200 lines. Each step is stopped after
+#     NETC_STEP_TIMEOUT seconds (default 240; the sanitizers, the benchmark
+#     and the main job get twice that), so a hang costs one step, not the
+#     lease; the benchmark's rounds are NETC_BENCH_ROUNDS (default 5), and
+#     the sanitizer tools run are NETC_SANITIZER_TOOLS (default "memcheck
 #     racecheck").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,8 +95,14 @@ bundle() {
   for lib in "$out"/lib/*; do strip --strip-unneeded "$lib" 2>/dev/null || true; done
   cp -r examples "$out/examples"
   cp -r tests/fixtures/mnist-slice "$out/tests/fixtures/"
-  cp bench/compare_gpu.py bench/torch_reference.py bench/torch_threads.py "$out/bench/"
+  cp bench/compare_gpu.py bench/main_job_gpu.py bench/torch_reference.py bench/torch_threads.py "$out/bench/"
   cp scripts/gpu_check.sh "$out/scripts/"
+  # The README's main job's digits (scripts/prepare_mnist.sh; ~7.5 MiB, ~1.3 MiB in the archive).
+  if [[ -d data/mnist ]]; then
+    mkdir -p "$out/data" && cp -r data/mnist "$out/data/"
+  else
+    echo "gpu_check.sh: no data/mnist here (scripts/prepare_mnist.sh makes it); the bundle's main_job step will be skipped" >&2
+  fi
   # Every library the binaries need resolves inside the bundle.
   if LD_LIBRARY_PATH="$out/lib" ldd "$out"/bin/* | grep -q 'not found'; then
     echo "gpu_check.sh: the bundle's ldd closure is incomplete:" >&2
@@ -144,15 +158,31 @@ PY
         --epochs 3 --batch 50 --momentum 0.9 --seed 1 --out "$run-$device" || exit 1
     done
     timeout "$limit" bin/netc eval examples/lenet5.net --device cpu --weights "$run-cuda/last.safetensors" \
-      --data tests/fixtures/mnist-slice
+      --data tests/fixtures/mnist-slice || exit 1
+    # A one-rank NCCL job through netc's own launcher (--gpus 1): the whole
+    # bucketed path, small buckets so there are several; the same bytes.
+    timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --gpus 1 --bucket-mb 0.05 \
+      --epochs 3 --batch 50 --momentum 0.9 --seed 1 --out "$run-nccl" || exit 1
+    cmp "$run-cuda/last.safetensors" "$run-nccl/last.safetensors" &&
+      echo "netc train --gpus 1 (NCCL, graphs): the same checkpoint bytes as the plain GPU run"
   ) >"$out/train.log" 2>&1 && status[train]=ok || status[train]=failed
   rm -rf "$out"/train-run-*
   tail_log "$out/train.log"
   timeout $((2 * limit)) python3 bench/compare_gpu.py --netc bin/netc --rounds "${NETC_BENCH_ROUNDS:-5}" \
     --json "$out/bench.json" >"$out/bench.log" 2>&1 && status[bench]=ok || status[bench]=failed
   tail_log "$out/bench.log"
+  # The README's main job (40 epochs of the seed network on data/mnist) to its
+  # accuracy: netc --data-on-device, netc copying its batches, PyTorch eager.
+  if [[ -d data/mnist ]]; then
+    timeout $((2 * limit)) python3 bench/main_job_gpu.py --netc bin/netc --data data/mnist --rounds 3 \
+      --json "$out/main-job.json" >"$out/main-job.log" 2>&1 && status[main_job]=ok || status[main_job]=failed
+  else
+    echo "skipped: the bundle has no data/mnist (scripts/prepare_mnist.sh makes it before bundling)" >"$out/main-job.log"
+    status[main_job]=skipped
+  fi
+  tail_log "$out/main-job.log"
   local sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
-  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*:GpuCudnn.*:GpuGraphs.*:Networks/GpuParity.EachOpMatchesItsReference/grouped_maps_in_batch'
+  local subset='Networks/GpuParity.EachOpMatchesItsReference/pooling:Networks/GpuParity.EachOpMatchesItsReference/conv2d:Networks/GpuParity.EachOpMatchesItsReference/sparse:Networks/GpuParity.EachOpMatchesItsReference/response_norm:GpuCheckpoints.*:GpuCudnn.*:GpuGraphs.*:GpuNccl.*:Networks/GpuParity.EachOpMatchesItsReference/grouped_maps_in_batch'
   for tool in memcheck racecheck; do
     if [[ " ${NETC_SANITIZER_TOOLS-memcheck racecheck} " != *" $tool "* ]]; then
       echo "skipped: NETC_SANITIZER_TOOLS does not name $tool" >"$out/$tool.log"
@@ -169,20 +199,29 @@ PY
     tail_log "$out/$tool.log"
   done
   python3 - "$out" "${status[nvidia_smi]}" "${status[gpu_tests]}" "${status[memcheck]}" "${status[racecheck]}" \
-    "${status[train]}" "${status[bench]}" <<'PY'
+    "${status[train]}" "${status[bench]}" "${status[main_job]}" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "train", "bench"], sys.argv[2:]))
+steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "train", "bench", "main_job"], sys.argv[2:]))
 summary = {"steps": steps}
 try:
     summary["bench"] = json.load(open(os.path.join(out, "bench.json")))
 except Exception as error:
     summary["bench"] = {"error": str(error)}
+# The main job's figures live in summary.json only (main-job.log keeps its table).
+main_job = os.path.join(out, "main-job.json")
+try:
+    summary["main_job"] = json.load(open(main_job))
+except Exception as error:
+    summary["main_job"] = {"error": str(error), "status": steps.get("main_job")}
 try:
     summary["gpu"] = open(os.path.join(out, "device.txt")).read().splitlines()[:12]
 except Exception:
     pass
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+for leftover in (main_job, main_job + ".tmp"):
+    if os.path.exists(leftover):
+        os.remove(leftover)
 print(json.dumps(steps))
 PY
   [[ ${status[gpu_tests]} == ok ]]
@@ -192,7 +231,7 @@ case $mode in
 bundle) bundle "$@" ;;
 run) run_checks "$@" ;;
 *)
-  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
   ;;
 esac
