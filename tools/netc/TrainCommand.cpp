@@ -260,9 +260,10 @@ int runTrain(TrainArgs &args) {
   if (s.launch.size > 1)
     std::snprintf(
         gTerminatedNote, sizeof gTerminatedNote,
-        "netc: rank %d of %d: SIGTERM: stopping with the other ranks at the next step they agree on (mpirun "
+        "netc: rank %d of %d: SIGTERM: stopping with the other ranks at the next step they agree on (%s "
         "sends it to every rank when one of them dies or fails, and its message names that rank)\n",
-        s.launch.rank, s.launch.size);
+        s.launch.rank, s.launch.size,
+        s.launch.launcher == "netc" ? "the netc that started the ranks" : "mpirun");
   s.learningRate = args.learningRate;
   s.seed = args.seed;
   s.logEvery = args.logEvery.value_or(0); // 0: the backend's choice
