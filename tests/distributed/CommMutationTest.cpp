@@ -1,6 +1,7 @@
 // CommMutationTest.cpp -- seeded mutants of everything a rank reads from
 // its peers or its launcher (DESIGN.md §4, §8): check-in messages, agreement
-// outcomes, all-gathered frames and launch environments. Each mutant must be
+// outcomes, all-gathered frames and launch environments (mpirun's, srun's and
+// a netc parent's for --gpus). Each mutant must be
 // read or refused with a message -- never crash, hang or allocate without
 // bound (the suite runs under ASan and UBSan in CI) -- and whatever is
 // accepted must be consistent (a launch's rank lies inside its job).
@@ -116,9 +117,15 @@ TEST(CommMutation, LaunchEnvironments) {
                                 {"SLURM_NODEID", "1"},
                                 {"SLURM_LOCALID", "1"},
                                 {"SLURM_STEP_TASKS_PER_NODE", "3(x1),2"},
-                                {"PMIX_RANK", "4"}}};
+                                {"PMIX_RANK", "4"}},
+                               {{"NETC_RANK", "1"},
+                                {"NETC_SIZE", "2"},
+                                {"NETC_LOCAL_RANK", "1"},
+                                {"NETC_LOCAL_SIZE", "2"},
+                                {"NETC_NCCL_ID", std::string(256, 'a')}}};
+  constexpr int kSeeds = static_cast<int>(std::size(seeds));
   for (int i = 0; i < kMutants; ++i) {
-    Environment env = seeds[i % 2];
+    Environment env = seeds[i % kSeeds];
     auto entry = env.begin();
     std::advance(entry, static_cast<long>(rng() % env.size()));
     if (rng() % 8 == 0)
@@ -137,6 +144,8 @@ TEST(CommMutation, LaunchEnvironments) {
     EXPECT_GE(info->localRank, 0);
     EXPECT_LT(info->localRank, info->localSize);
     EXPECT_LE(info->localSize, info->size);
+    EXPECT_LE(info->jobId.size(), kMaxJobIdLength);
+    EXPECT_EQ(info->launcher == "netc", !info->jobId.empty());
   }
 }
 
