@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -87,6 +88,10 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> env = rankEnvironment(r, n, request.jobId);
     std::vector<char *> envPointers = pointers(env);
+    // Made before the fork: the parent has other threads (NCCL's, CUDA's),
+    // so the child may only make async-signal-safe calls until exec.
+    const std::string cannotRun =
+        fmt::format("netc: error: cannot run {} as rank {} of {}: ", request.program, r, n);
     const pid_t child = ::fork();
     if (child < 0) {
       result.startError = fmt::format("cannot start rank {} of {}: {}", r, n, std::strerror(errno));
@@ -94,10 +99,19 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
     }
     if (child == 0) {
       ::setpgid(0, group); // the first rank leads the job's group
+      // The ranks read nothing; in a background group a read from the
+      // terminal would stop them (as mpirun's --stdin none).
+      if (const int null = ::open("/dev/null", O_RDONLY); null >= 0)
+        ::dup2(null, STDIN_FILENO);
       ::execve(argvPointers[0], argvPointers.data(), envPointers.data());
-      const std::string message = fmt::format("netc: error: cannot run {} as rank {} of {}: {}\n",
-                                              request.program, r, n, std::strerror(errno));
-      [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, message.data(), message.size());
+      const char *why = errno == ENOENT   ? "no such file\n"
+                        : errno == EACCES ? "permission denied\n"
+                                          : "exec failed\n";
+      char line[1024]; // one write: the ranks' lines do not interleave
+      const size_t head = std::min(cannotRun.size(), sizeof line - 32), tail = std::strlen(why);
+      std::memcpy(line, cannotRun.data(), head);
+      std::memcpy(line + head, why, tail);
+      [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, line, head + tail);
       ::_exit(127);
     }
     ::setpgid(child, group); // also here: whichever runs first
@@ -117,18 +131,28 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
   for (int left = static_cast<int>(std::count(running.begin(), running.end(), true)); left > 0;) {
     for (int r = 0; r < n; ++r) {
       int status = 0;
-      if (!running[size_t(r)] || ::waitpid(pids[size_t(r)], &status, WNOHANG) != pids[size_t(r)])
+      if (!running[size_t(r)])
+        continue;
+      const pid_t done = ::waitpid(pids[size_t(r)], &status, WNOHANG);
+      const bool lost = done < 0 && errno == ECHILD; // reaped elsewhere: its status is gone
+      if (done != pids[size_t(r)] && !lost)
         continue;
       running[size_t(r)] = false;
       --left;
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      const int code = lost ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // After a forwarded Ctrl-C, ending by it (130 from rank 0) or by the
+      // SIGTERM of a second one is the stop asked for, not a failure.
+      const bool asked =
+          forwarded > 0 && (code == 128 + SIGINT || code == 128 + SIGUSR1 || code == 128 + SIGTERM);
       if (code != 0 && result.status == 0) {
-        result.status = code;
-        if (forwarded == 0)
-          result.failure = WIFEXITED(status) ? fmt::format("rank {} of {} (pid {}) exited with status {}", r,
-                                                           n, pids[size_t(r)], code)
-                                             : fmt::format("rank {} of {} (pid {}) was killed by {}", r, n,
-                                                           pids[size_t(r)], signalText(WTERMSIG(status)));
+        result.status = asked ? 128 + SIGINT : code;
+        if (!asked)
+          result.failure =
+              lost ? fmt::format("rank {} of {} (pid {}) ended, its status unknown", r, n, pids[size_t(r)])
+              : WIFEXITED(status)
+                  ? fmt::format("rank {} of {} (pid {}) exited with status {}", r, n, pids[size_t(r)], code)
+                  : fmt::format("rank {} of {} (pid {}) was killed by {}", r, n, pids[size_t(r)],
+                                signalText(WTERMSIG(status)));
       }
       if (code != 0 && !ending) { // the others cannot go on without it
         ending = true;
@@ -147,9 +171,6 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Stopped by a forwarded Ctrl-C (SIGUSR1): the status a Ctrl-C'd process has.
-  if (forwarded > 0 && result.status != 0 && result.failure.empty())
-    result.status = 128 + SIGINT;
   return result;
 }
 

@@ -36,10 +36,11 @@ struct LocalJobRequest {
 
 struct LocalJobResult {
   /// 0 when every rank succeeded; else the first failure's: its exit
-  /// status, or 128 + the signal that killed it (130 after a forwarded Ctrl-C).
+  /// status, or 128 + the signal that killed it; 130 when the ranks ended
+  /// as a forwarded Ctrl-C asked.
   int status = 0;
   /// "rank 1 of 2 (pid 4242) exited with status 3" for the first failure
-  /// (empty when none, or when it only followed a forwarded Ctrl-C).
+  /// (empty when none, or when the ranks only stopped as a Ctrl-C asked).
   std::string failure;
   /// A rank could not be started at all (fork or exec failed): why.
   std::string startError;

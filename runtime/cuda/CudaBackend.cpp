@@ -46,7 +46,11 @@ using cuda::mebibytes;
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(const BackendOptions &options) : options_(options) {}
-  ~CudaBackend() override { release(); }
+  ~CudaBackend() override {
+    release();
+    if (nccl_) // the communicator outlives this backend
+      nccl_->setBeforeAbort(nullptr);
+  }
 
   std::string_view name() const override { return "cuda"; }
 
@@ -194,6 +198,8 @@ public:
         events.push_back(&event);
     for (SmallWrite &block : smallWrites_)
       events.push_back(&block.copied);
+    for (cudaEvent_t &event : runEnded_)
+      events.push_back(&event);
     for (cudaEvent_t *event : events)
       if (Status s = cudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming), "cudaEventCreate");
           !s)
@@ -205,7 +211,17 @@ public:
     cublas_ = std::move(*cublas);
     if (Status s = cublas_->setWorkspace(at(cublasWorkspaceOffset_), cuda::Cublas::kWorkspaceBytes); !s)
       return s;
-    staging_.assign(static_cast<size_t>(std::max<int64_t>(plan.arenaElements, 0)), 0.0f);
+    // Host staging for a host communicator: each buffer an all-reduce reads
+    // (the gradient arena; local SGD's parameter and state arenas, all
+    // reduced before one wait) gets a range of its own.
+    stagingBase_.assign(plan.buffers.size(), -1);
+    int64_t stagingElements = 0;
+    for (const plan::Op &op : plan.ops)
+      if (op.kind == plan::OpKind::AllReduce && !op.in.empty() && stagingBase_[size_t(op.in[0])] < 0) {
+        stagingBase_[size_t(op.in[0])] = stagingElements;
+        stagingElements += plan.buffers[size_t(op.in[0])].fixed;
+      }
+    staging_.assign(static_cast<size_t>(stagingElements), 0.0f);
     if (Status s = allocatePinned(); !s)
       return s;
     auto collectives = cuda::ncclCollectives(plan, 0, plan.ops.size());
@@ -318,8 +334,15 @@ public:
   }
 
   void attach(comm::Communicator *communicator) override {
+    if (nccl_)
+      nccl_->setBeforeAbort(nullptr);
     communicator_ = communicator;
     nccl_ = dynamic_cast<cuda::NcclCommunicator *>(communicator);
+    // ncclCommAbort waits for every graph holding one of its collectives to
+    // be destroyed: these are destroyed first (a replay in flight finishes
+    // once the abort has ended NCCL's kernels).
+    if (nccl_)
+      nccl_->setBeforeAbort([this] { destroyGraphs(); });
   }
 
   Status run(size_t first, size_t last, int64_t batch, int inputSlot) override {
@@ -339,7 +362,18 @@ public:
     if (nccl_ && nccl_->device() != device_.index)
       return fail(fmt::format("the NCCL communicator is on cuda:{} but the plan on cuda:{} (a bug in netc)",
                               nccl_->device(), device_.index));
-    if (Status s = runRange(first, last, batch, inputSlot); !s)
+    // With NCCL, the host stays at most two runs ahead of the GPU, so that a
+    // wait bounded by --comm-timeout waits for little more than one run.
+    cudaEvent_t &twoRunsAgo = runEnded_[runCount_++ % runEnded_.size()];
+    if (nccl_)
+      if (Status s = waitForEvent(twoRunsAgo, "waiting for the run before last"); !s)
+        return s;
+    Status ran = runRange(first, last, batch, inputSlot);
+    if (nccl_) // an abort a failure asked for during a capture (not allowed inside one)
+      nccl_->abortIfPending();
+    if (!ran)
+      return ran;
+    if (Status s = cudaStatus(cudaEventRecord(twoRunsAgo, stream_), "recording the end of a run"); !s)
       return s;
     return cudaStatus(cudaEventRecord(slotRead_[static_cast<size_t>(inputSlot)], stream_),
                       "recording the end of a step");
@@ -473,10 +507,9 @@ private:
       if (!launch.status.ok())
         return fail(fmt::format("{}: {}", describeOp(ran), launch.status.message()));
       if (options_.checkEachOp) {
-        cudaError_t e = cudaStreamSynchronize(stream_);
-        if (e == cudaSuccess)
-          e = cudaGetLastError();
-        if (e != cudaSuccess)
+        if (Status s = waitForStream(stream_, describeOp(ran)); !s)
+          return fail(fmt::format("{} failed on the GPU: {}", describeOp(ran), s.message()));
+        if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
           return fail(fmt::format("{} failed on the GPU: {} ({})", describeOp(ran), cudaGetErrorString(e),
                                   static_cast<int>(e)));
       }
@@ -711,7 +744,7 @@ private:
     if (op.kind == plan::OpKind::AllReduce) {
       const plan::CommAttrs &a = op.get<plan::CommAttrs>();
       float *device = static_cast<float *>(pointers_[static_cast<size_t>(op.in[0])]) + a.offset;
-      float *host = staging_.data() + a.offset;
+      float *host = staging_.data() + stagingBase_[static_cast<size_t>(op.in[0])] + a.offset;
       if (Status s = cudaStatus(cudaMemcpyAsync(host, device, static_cast<size_t>(a.count) * sizeof(float),
                                                 cudaMemcpyDeviceToHost, stream_),
                                 "copying gradients for an all-reduce");
@@ -773,12 +806,21 @@ private:
     return e;
   }
 
-  void release() {
-    heldData_.release();
+  /// Destroys every captured graph (a replay in flight still completes).
+  void destroyGraphs() {
     for (auto &[key, graph] : graphs_)
       if (graph.exec)
         cudaGraphExecDestroy(graph.exec);
     graphs_.clear();
+  }
+
+  void release() {
+    destroyGraphs();
+    // Freeing waits for the whole device; with NCCL, wait for this stream
+    // first, bounded (a collective whose peers are gone is aborted).
+    if (nccl_ && stream_ && hostWait_)
+      static_cast<void>(waitForStream(stream_, "finishing the GPU's work"));
+    heldData_.release();
     graphsCaptured_ = 0;
     graphNote_.clear();
     if (hostWait_)
@@ -801,6 +843,11 @@ private:
         if (event)
           cudaEventDestroy(event);
       list->clear();
+    }
+    for (cudaEvent_t &event : runEnded_) {
+      if (event)
+        cudaEventDestroy(event);
+      event = nullptr;
     }
     for (SmallWrite &block : smallWrites_) {
       if (block.copied)
@@ -842,6 +889,8 @@ private:
     cudaEvent_t copied = nullptr; // its last copy's completion
   };
   std::array<SmallWrite, 16> smallWrites_;
+  std::array<cudaEvent_t, 2> runEnded_{}; // the ends of the last two runs (NCCL bounds the run-ahead)
+  int64_t runCount_ = 0;
   size_t nextSmallWrite_ = 0;
   cuda::HeldDataset heldData_; // the training set, with --data-on-device
   std::unique_ptr<cuda::Cublas> cublas_;
@@ -876,7 +925,8 @@ private:
   std::vector<int> collectiveOf_;                 // by op index (-1: none)
   cudaEvent_t hostWait_ = nullptr;                // recorded where the host waits for a stream
   std::vector<std::string> commNames_;
-  std::vector<float> staging_; // host copies of the flat arenas' ranges being all-reduced
+  std::vector<float> staging_;       // host copies of the flat arenas' ranges being all-reduced
+  std::vector<int64_t> stagingBase_; // by buffer: where its range starts in staging_ (-1: none)
   struct Started {
     int64_t request;
     float *device, *host;

@@ -116,9 +116,16 @@ Expected<std::vector<NcclCollective>> ncclCollectives(const plan::Plan &plan, si
 }
 
 bool joinsEveryAllReduce(const std::vector<NcclCollective> &collectives) {
-  bool open = false;
-  for (const NcclCollective &c : collectives)
-    open = c.kind == NcclCollective::Kind::AllReduce;
+  bool open = false; // an all-reduce since the last join
+  for (const NcclCollective &c : collectives) {
+    if (c.kind == NcclCollective::Kind::AllReduce) {
+      open = true;
+      continue;
+    }
+    if (!open) // joins all-reduces enqueued outside the range
+      return false;
+    open = false;
+  }
   return !open;
 }
 

@@ -64,9 +64,11 @@ struct NcclCollective {
 /// whose range lies outside its buffer.
 Expected<std::vector<NcclCollective>> ncclCollectives(const plan::Plan &plan, size_t first, size_t last);
 
-/// Whether every all-reduce among `collectives` is joined back before
-/// their end (a range that can be captured as one graph: a capture must
-/// end with the communication stream joined).
+/// Whether `collectives` can be captured as one graph: every all-reduce is
+/// joined back before their end (a capture must end with the
+/// communication stream joined), and every join joins an all-reduce of the
+/// range (one that waits for work enqueued outside the capture cannot be
+/// captured: a wait run on its own, as after an empty step).
 bool joinsEveryAllReduce(const std::vector<NcclCollective> &collectives);
 
 } // namespace netc::runtime::cuda

@@ -46,9 +46,11 @@ namespace {
 /// NCCL 2.14 brought nonblocking communicators, ncclCommInitRankConfig and ncclCommFinalize.
 constexpr int kOldestNccl = 21400;
 
-/// The host operations' staging at first: every message of a training step
-/// (loss and evaluation sums) fits; only the agreement's may grow it, before
-/// the first step.
+/// The host operations' staging at first: the loss and evaluation sums
+/// fit; larger messages (the agreement, the initial broadcast of the
+/// parameters, --deterministic's gradients) grow it, without waiting for the
+/// device (stream-ordered device memory; outgrown pinned blocks are kept
+/// until the end).
 constexpr int64_t kInitialStagingBytes = int64_t{1} << 20;
 
 /// The loaded library, or why it cannot be (kept for the life of the process).
@@ -182,6 +184,8 @@ NcclCommunicator::join(const comm::LaunchInfo &launch, const NcclId &id, int dev
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  if (comm_ && !failed_.ok()) // an abort left pending by a capture
+    abort();
   if (comm_) {
     auto *comm = static_cast<ncclComm_t>(comm_);
     const ncclResult_t finalized = nccl_->finalize(comm);
@@ -201,20 +205,38 @@ NcclCommunicator::~NcclCommunicator() {
           finished = state == ncclSuccess;
       }
     }
-    if (finished)
+    if (finished) {
       nccl_->destroy(comm);
-    else
-      nccl_->abort(comm);
+      comm_ = nullptr;
+    } else {
+      abort();
+    }
   }
+  if (deviceStaging_)
+    cudaFreeAsync(deviceStaging_, stream_);
   for (cudaEvent_t event : {ready_, done_, hostDone_})
     if (event)
       cudaEventDestroy(event);
   if (stream_)
     cudaStreamDestroy(stream_);
-  if (deviceStaging_)
-    cudaFree(deviceStaging_);
-  if (hostStaging_)
-    cudaFreeHost(hostStaging_);
+  retiredHostStaging_.push_back(hostStaging_);
+  for (void *block : retiredHostStaging_)
+    if (block)
+      cudaFreeHost(block);
+}
+
+void NcclCommunicator::abort() {
+  if (beforeAbort_)
+    beforeAbort_();
+  if (comm_)
+    nccl_->abort(static_cast<ncclComm_t>(comm_));
+  comm_ = nullptr;
+  abortPending_ = false;
+}
+
+void NcclCommunicator::abortIfPending() {
+  if (abortPending_)
+    abort();
 }
 
 int NcclCommunicator::version() const {
@@ -222,9 +244,13 @@ int NcclCommunicator::version() const {
 }
 
 Status NcclCommunicator::failWith(std::string message) {
-  if (comm_)
-    nccl_->abort(static_cast<ncclComm_t>(comm_));
-  comm_ = nullptr;
+  // Not while a graph is being captured (a stream of this communicator
+  // joined the capture): the caller aborts once the capture has ended.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream_, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+    abortPending_ = comm_ != nullptr;
+  else
+    abort();
   failed_ = fail(fmt::format("{}: {}", comm::rankName(launch_.rank, launch_.size), message));
   return failed_;
 }
@@ -321,15 +347,18 @@ Status NcclCommunicator::join(cudaStream_t compute) {
 Status NcclCommunicator::stage(int64_t bytes) {
   if (bytes <= stagingBytes_)
     return Status::success();
+  // cudaFree and cudaFreeHost would wait for the whole device, which may be
+  // waiting for a peer: the device block is freed and allocated in stream
+  // order, the pinned one kept until the end.
   if (deviceStaging_)
-    cudaFree(deviceStaging_);
+    cudaFreeAsync(deviceStaging_, stream_);
   if (hostStaging_)
-    cudaFreeHost(hostStaging_);
+    retiredHostStaging_.push_back(hostStaging_);
   deviceStaging_ = hostStaging_ = nullptr;
   stagingBytes_ = 0;
   const int64_t size = std::max<int64_t>(bytes, 4096);
-  if (Status s =
-          cudaStatus(cudaMalloc(&deviceStaging_, static_cast<size_t>(size)), "allocating NCCL staging");
+  if (Status s = cudaStatus(cudaMallocAsync(&deviceStaging_, static_cast<size_t>(size), stream_),
+                            "allocating NCCL staging");
       !s)
     return s;
   if (Status s = cudaStatus(cudaHostAlloc(&hostStaging_, static_cast<size_t>(size), cudaHostAllocDefault),

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace netc::runtime::cuda {
 
@@ -73,6 +74,14 @@ public:
   /// Waits on the host for `event` (recorded on a stream that may wait for
   /// device collectives): at most the timeout, failing on NCCL's errors.
   Status waitFor(cudaEvent_t event, std::string_view what);
+  /// Called before the communicator is aborted: ncclCommAbort waits until
+  /// every CUDA graph that captured one of its collectives is destroyed, so
+  /// the backend that owns such graphs destroys them here (null: none).
+  void setBeforeAbort(std::function<void()> beforeAbort) { beforeAbort_ = std::move(beforeAbort); }
+  /// Carries out an abort a failure asked for while a graph was being
+  /// captured (aborting is not allowed during a capture); the caller calls
+  /// it once the capture has ended.
+  void abortIfPending();
 
 private:
   NcclCommunicator(const comm::CommOptions &options) : Communicator(options) {}
@@ -80,6 +89,7 @@ private:
   Status settle(std::string_view what);
   Status failWith(std::string message);
   Status stage(int64_t bytes);
+  void abort();
   Status hostCollective(const void *in, int64_t inBytes, void *out, int64_t outBytes, std::string_view what,
                         const std::function<int(void *device)> &call);
 
@@ -91,6 +101,9 @@ private:
   cudaEvent_t ready_ = nullptr, done_ = nullptr, hostDone_ = nullptr;
   void *deviceStaging_ = nullptr, *hostStaging_ = nullptr;
   int64_t stagingBytes_ = 0;
+  std::vector<void *> retiredHostStaging_; // outgrown pinned blocks, freed at the end (cudaFreeHost waits)
+  std::function<void()> beforeAbort_;
+  bool abortPending_ = false;
   std::string lastDeviceWhat_; // the last device collective, named when a wait for it fails
   Status failed_;              // once set, every call returns it
   std::shared_ptr<comm::Communicator> bootstrap_;

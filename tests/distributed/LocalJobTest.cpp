@@ -4,7 +4,8 @@
 // and real jobs of /bin/sh children with a fake device count -- each rank
 // finds its place and the job's id in its environment, a job larger than
 // the devices is refused before anything starts, a failing rank ends the
-// others and is named, and a forwarded Ctrl-C reaches every rank.
+// others and is named, a forwarded Ctrl-C reaches every rank (and a stop it
+// asked for is not a failure, one after it still is).
 #include "runtime/comm/LocalJob.h"
 #include "runtime/comm/Launch.h"
 
@@ -186,6 +187,43 @@ TEST(LocalJob, ACtrlCIsForwardedToEveryRankAsSigusr1) {
   EXPECT_EQ(result.status, 0) << result.failure;
   EXPECT_TRUE(fs::exists(scratch.dir / "stopped0"));
   EXPECT_TRUE(fs::exists(scratch.dir / "stopped1"));
+}
+
+/// A two-rank job whose ranks wait for SIGUSR1 and then exit with the
+/// status `rank0` or `rank1` says; the test presses Ctrl-C once both run.
+LocalJobResult stoppedByCtrlC(const Scratch &scratch, int rank0, int rank1) {
+  LocalJobRequest job = shell("code=$1; [ \"$NETC_RANK\" = 1 ] && code=$2; trap 'exit '$code USR1; "
+                              "touch \"$0/ready$NETC_RANK\"; while :; do sleep 0.05; done",
+                              2);
+  job.arguments = {"-c", job.arguments[1], scratch.dir.string(), std::to_string(rank0),
+                   std::to_string(rank1)};
+  std::atomic<int> interrupts{0};
+  job.interrupts = &interrupts;
+  std::thread pressCtrlC([&] {
+    for (int i = 0; i < 2000 && !(fs::exists(scratch.dir / "ready0") && fs::exists(scratch.dir / "ready1"));
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    interrupts = 1;
+  });
+  LocalJobResult result = runLocalJob(job);
+  pressCtrlC.join();
+  return result;
+}
+
+TEST(LocalJob, RanksStoppedByCtrlCEndLikeACtrlCdProcess) {
+  Scratch scratch;
+  // Rank 0 reports the interruption (130), the others end cleanly.
+  const LocalJobResult result = stoppedByCtrlC(scratch, 130, 0);
+  EXPECT_EQ(result.status, 130);
+  EXPECT_EQ(result.failure, "");
+}
+
+TEST(LocalJob, AFailureAfterCtrlCIsStillNamed) {
+  Scratch scratch;
+  const LocalJobResult result = stoppedByCtrlC(scratch, 0, 3);
+  EXPECT_EQ(result.status, 3);
+  EXPECT_NE(result.failure.find("rank 1 of 2 (pid "), std::string::npos) << result.failure;
+  EXPECT_NE(result.failure.find("exited with status 3"), std::string::npos) << result.failure;
 }
 
 TEST(LocalJob, AProgramThatCannotRunFailsEveryRank) {

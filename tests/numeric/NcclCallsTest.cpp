@@ -6,7 +6,7 @@
 // collectives of a data-parallel step -- one sum per gradient bucket with
 // the bucket's offset and count in the gradient arena, in the plan's order,
 // joined before the update; local SGD's averages; a range that cuts a join
-// off; a plan whose all-reduce leaves its buffer. StepLaunches in NCCL mode
+// off, or holds a join alone; a plan whose all-reduce leaves its buffer. StepLaunches in NCCL mode
 // pins the seed network's collectives.
 #include "PlanHarness.h"
 #include "TestNetworks.h"
@@ -175,6 +175,13 @@ TEST(NcclCalls, ARangeWithoutItsJoinCannotBeOneGraph) {
   auto cut = runtime::cuda::ncclCollectives(c.plan, 0, firstAllReduce + 1);
   ASSERT_TRUE(cut);
   EXPECT_FALSE(runtime::cuda::joinsEveryAllReduce(*cut));
+  // The wait run on its own (the trainer's empty step): it joins all-reduces
+  // issued outside the range.
+  const size_t wait = whole->back().op;
+  auto lone = runtime::cuda::ncclCollectives(c.plan, wait, wait + 1);
+  ASSERT_TRUE(lone);
+  ASSERT_EQ(lone->size(), 1u);
+  EXPECT_FALSE(runtime::cuda::joinsEveryAllReduce(*lone));
   auto none = runtime::cuda::ncclCollectives(c.plan, 0, 1);
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
