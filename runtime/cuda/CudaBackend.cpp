@@ -17,13 +17,14 @@
 #include "runtime/cuda/Cublas.h"
 #include "runtime/cuda/CudaLauncher.h"
 #include "runtime/cuda/CudaStatus.h"
-#include "runtime/cuda/Cudnn.h"
+#include "runtime/cuda/CudnnPlan.h"
 #include "runtime/cuda/CudnnRunner.h"
 #include "runtime/cuda/DeviceProbe.h"
 #include "runtime/cuda/HeldDataset.h"
 #include "runtime/cuda/NcclCommunicator.h"
 #include "runtime/cuda/OpRunner.h"
 #include "runtime/cuda/OpTables.h"
+#include "runtime/cuda/StepCommunication.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -62,7 +63,7 @@ public:
         "{} (cuda:{}, compute capability {}.{}, {:.1f} GiB, cuBLAS {}{})", device_.name, device_.index,
         device_.major, device_.minor, double(device_.memoryBytes) / double(int64_t{1} << 30),
         cublas_ ? cublas_->version() : 0,
-        cudnnNote_ + (options_.captureGraphs ? ", CUDA graphs" : ", CUDA graphs off") + graphNote_ +
+        cudnnPlan_.note() + (options_.captureGraphs ? ", CUDA graphs" : ", CUDA graphs off") + graphNote_ +
             (nccl_ ? fmt::format(", NCCL {} on {} GPU(s)", ncclVersionText(nccl_->version()), nccl_->size())
                    : std::string()));
     // Reading the sums waits for the GPU: every 50 steps, unless --log-every says otherwise.
@@ -98,7 +99,10 @@ public:
       if (Status s = cudaStatus(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking), "cudaStreamCreate");
           !s)
         return s;
-    if (Status s = prepareCudnn(plan, maxBatch); !s)
+    if (Status s = cudnnPlan_.prepare(plan, maxBatch, stream_, device_,
+                                      options_.allowTf32 ? cuda::Precision::Tf32 : cuda::Precision::Fp32,
+                                      options_.variant != "no-cudnn");
+        !s)
       return s;
 
     // After the plan's own buffers: the derived tables, then the loss scratch.
@@ -121,24 +125,11 @@ public:
     scratchOffset_ = next;
     next += plan::alignElements(std::max<int64_t>(scratch, 1));
     // cuDNN's permutation tables, its permutation scratch and its workspace.
-    int64_t cudnnScratch = 0;
-    for (CudnnOp &c : cudnnOps_) {
-      if (c.slot < 0)
-        continue;
-      c.netChannelOffset = c.shapes.outputInPlace ? -1 : place(c.description.netChannel);
-      c.weightRowOffset = c.shapes.weightsInPlace ? -1 : place(c.description.weightRow);
-      const int64_t filter = c.shapes.weightsInPlace ? 0 : plan::alignElements(c.shapes.filterFloats);
-      const int64_t values =
-          c.shapes.outputInPlace ? 0 : maxBatch * c.shapes.channels * c.shapes.channelLength;
-      cudnnScratch = std::max(cudnnScratch, filter + values);
-    }
-    for (size_t i = 0; i < cudnnPools_.size(); ++i) // a max-pool gradient's forward output
-      if (cudnnPools_[i].slot >= 0 && plan.ops[i].kind == plan::OpKind::MaxPoolGrad)
-        cudnnScratch = std::max(cudnnScratch, maxBatch * cudnnPools_[i].shapes.outputs);
+    const int64_t cudnnScratch = cudnnPlan_.placeTables(place);
     cudnnScratchOffset_ = next;
     next += plan::alignElements(cudnnScratch);
     workspaceOffset_ = next;
-    next += plan::alignElements((static_cast<int64_t>(workspaceBytes_) + 3) / 4);
+    next += plan::alignElements((static_cast<int64_t>(cudnnPlan_.workspaceBytes()) + 3) / 4);
     cublasWorkspaceOffset_ = next;
     next += static_cast<int64_t>(cuda::Cublas::kWorkspaceBytes / 4);
     const int64_t bytes = next * 4;
@@ -181,14 +172,11 @@ public:
           if (Status s = upload(offset, *table); !s)
             return s;
     }
-    for (const CudnnOp &c : cudnnOps_)
-      for (auto [offset, table] : {std::pair{c.netChannelOffset, &c.description.netChannel},
-                                   {c.weightRowOffset, &c.description.weightRow}})
-        if (offset >= 0)
-          if (Status s = upload(offset, *table); !s)
-            return s;
-    if (cudnn_)
-      cudnn_->setWorkspace(at(workspaceOffset_), workspaceBytes_);
+    if (Status s = cudnnPlan_.uploadTables(
+            [this](int64_t offset, const std::vector<int32_t> &table) { return upload(offset, table); });
+        !s)
+      return s;
+    cudnnPlan_.setBlock(at(0), at(cudnnScratchOffset_), at(workspaceOffset_));
     inputSlotCount_ = static_cast<size_t>(std::max(plan.inputSlots, 1));
     inputReady_.assign(inputSlotCount_, nullptr);
     slotRead_.assign(inputSlotCount_, nullptr);
@@ -211,35 +199,13 @@ public:
     cublas_ = std::move(*cublas);
     if (Status s = cublas_->setWorkspace(at(cublasWorkspaceOffset_), cuda::Cublas::kWorkspaceBytes); !s)
       return s;
-    // Host staging for a host communicator: each buffer an all-reduce reads
-    // (the gradient arena; local SGD's parameter and state arenas, all
-    // reduced before one wait) gets a range of its own.
-    stagingBase_.assign(plan.buffers.size(), -1);
-    int64_t stagingElements = 0;
-    for (const plan::Op &op : plan.ops)
-      if (op.kind == plan::OpKind::AllReduce && !op.in.empty() && stagingBase_[size_t(op.in[0])] < 0) {
-        stagingBase_[size_t(op.in[0])] = stagingElements;
-        stagingElements += plan.buffers[size_t(op.in[0])].fixed;
-      }
-    staging_.assign(static_cast<size_t>(stagingElements), 0.0f);
     if (Status s = allocatePinned(); !s)
       return s;
-    auto collectives = cuda::ncclCollectives(plan, 0, plan.ops.size());
-    if (!collectives)
-      return collectives.error();
-    collectiveOf_.assign(plan.ops.size(), -1);
-    for (size_t k = 0; k < collectives->size(); ++k)
-      collectiveOf_[(*collectives)[k].op] = static_cast<int>(k);
-    collectives_ = std::move(*collectives);
     if (Status s =
             cudaStatus(cudaEventCreateWithFlags(&hostWait_, cudaEventDisableTiming), "cudaEventCreate");
         !s)
       return s;
-    commNames_.assign(plan.ops.size(), std::string());
-    for (size_t i = 0; i < plan.ops.size(); ++i)
-      if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
-        commNames_[i] = plan::communicationName(plan, plan.ops[i]);
-    return Status::success();
+    return communication_.prepare(plan);
   }
 
   void write(int buffer, std::span<const float> values, int64_t offset) override {
@@ -336,8 +302,8 @@ public:
   void attach(comm::Communicator *communicator) override {
     if (nccl_)
       nccl_->setBeforeAbort(nullptr);
-    communicator_ = communicator;
-    nccl_ = dynamic_cast<cuda::NcclCommunicator *>(communicator);
+    communication_.attach(communicator);
+    nccl_ = communication_.nccl();
     // ncclCommAbort waits for every graph holding one of its collectives to
     // be destroyed: these are destroyed first (a replay in flight finishes
     // once the abort has ended NCCL's kernels).
@@ -397,12 +363,10 @@ private:
     if (!communicates)
       return runAsGraph(first, last, batch, inputSlot);
     if (nccl_) {
-      auto range = cuda::ncclCollectives(*plan_, first, last);
-      if (!range)
-        return range.error();
-      // A capture must end with the communication stream joined back.
-      return cuda::joinsEveryAllReduce(*range) ? runAsGraph(first, last, batch, inputSlot)
-                                               : issue(first, last, batch);
+      auto whole = communication_.capturable(first, last);
+      if (!whole)
+        return whole.error();
+      return *whole ? runAsGraph(first, last, batch, inputSlot) : issue(first, last, batch);
     }
     for (size_t begin = first; begin < last;) {
       size_t end = begin;
@@ -411,8 +375,9 @@ private:
       if (end > begin)
         if (Status s = runAsGraph(begin, end, batch, inputSlot); !s)
           return s;
+      int64_t launches = 0; // a host communicator launches nothing
       if (end < last)
-        if (Status s = communicate(end); !s)
+        if (Status s = communication_.run(end, pointers_.data(), stream_, launches); !s)
           return s;
       begin = end + 1;
     }
@@ -488,19 +453,15 @@ private:
     cuda::CudaLauncher launch;
     launch.stream = stream_;
     launch.cublas = cublas_.get();
-    launch.cudnnLibrary = cudnn_.get();
+    launch.cudnnLibrary = cudnnPlan_.library();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       if (plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication) {
-        if (Status s = nccl_ ? communicateOnDevice(i, launch) : communicate(i); !s)
+        if (Status s = communication_.run(i, pointers_.data(), stream_, launch.launches); !s)
           return s;
         continue;
       }
-      std::optional<cuda::CudnnOpResources> conv;
-      std::optional<cuda::CudnnPoolResources> pool;
-      if (i < cudnnOps_.size() && cudnnOps_[i].slot >= 0)
-        conv = cudnnResources(i, batch);
-      else if (i < cudnnPools_.size() && cudnnPools_[i].slot >= 0)
-        pool = cudnnPoolResources(i, batch);
+      std::optional<cuda::CudnnOpResources> conv = cudnnPlan_.convolution(i, batch);
+      std::optional<cuda::CudnnPoolResources> pool = conv ? std::nullopt : cudnnPlan_.pooling(i, batch);
       const size_t ran = cuda::runPlanOpOnDevice(*plan_, i, last, resources(i, batch),
                                                  conv ? &*conv : nullptr, pool ? &*pool : nullptr, launch);
       i = ran; // past a fused activation
@@ -521,21 +482,6 @@ private:
   struct DerivedOffsets {
     int64_t sourceStart = -1, sourceEntries = -1, centreStart = -1, centreEntries = -1, destinations = -1;
   };
-  /// A convolution op's cuDNN form (slot < 0: netc's kernels compute it).
-  struct CudnnOp {
-    cuda::CudnnConvolution description;
-    cuda::CudnnShapes shapes, partial; // at the loaded batch; at partialBatch
-    int64_t partialBatch = -1;
-    int slot = -1;
-    int64_t netChannelOffset = -1, weightRowOffset = -1; // its tables in the block (-1: none)
-  };
-  /// A pooling op's cuDNN form (slot < 0: netc's kernels compute it).
-  struct CudnnPool {
-    cuda::CudnnPoolShapes shapes, partial; // at the loaded batch; at partialBatch
-    int64_t partialBatch = -1;
-    int slot = -1;
-  };
-
   float *at(int64_t offset) const { return static_cast<float *>(block_) + offset; }
 
   /// One pinned host block: the small-write ring, then a mirror of the input arena.
@@ -578,144 +524,6 @@ private:
     return r;
   }
 
-  /// The window table of pooling op `op` (cuda::cudnnPools).
-  static const std::vector<int32_t> &poolWindow(const plan::Plan &plan, const plan::Op &op) {
-    return plan.buffers[static_cast<size_t>(op.in[op.kind == plan::OpKind::MaxPoolGrad ? 2 : 1])].table;
-  }
-
-  /// Describes each convolution and pooling op for cuDNN where it computes
-  /// the op exactly (CudnnConvolution.h, CudnnPooling.h), opens cuDNN if
-  /// any is, and prepares their calls: each convolution algorithm from the
-  /// on-disk cache or measured now, and the workspace the largest needs. An
-  /// op cuDNN has no allowed algorithm for stays on netc's kernels; the run
-  /// header counts those on cuDNN.
-  Status prepareCudnn(const plan::Plan &plan, int64_t maxBatch) {
-    cudnnOps_.assign(plan.ops.size(), {});
-    cudnnPools_.assign(plan.ops.size(), {});
-    int convolutions = 0, pools = 0;
-    std::vector<size_t> described, pooled;
-    for (size_t i = 0; i < plan.ops.size(); ++i) {
-      const plan::Op &op = plan.ops[i];
-      if (cuda::cudnnPools(op.kind)) {
-        ++pools;
-        if (options_.variant == "no-cudnn")
-          continue;
-        if (auto shapes = cuda::describePoolingForCudnn(op.get<plan::WindowAttrs>(), poolWindow(plan, op),
-                                                        op.kind != plan::OpKind::MeanPool, maxBatch)) {
-          cudnnPools_[i].shapes = *shapes;
-          pooled.push_back(i);
-        }
-        continue;
-      }
-      if (!cuda::cudnnRuns(op.kind))
-        continue;
-      ++convolutions;
-      if (options_.variant == "no-cudnn")
-        continue;
-      auto table = [&](size_t k) -> const std::vector<int32_t> & {
-        return plan.buffers[static_cast<size_t>(op.in[k])].table;
-      };
-      auto description = cuda::describeForCudnn(op.get<plan::ConvAttrs>(), table(2), table(3));
-      if (!description)
-        continue;
-      auto shapes = cuda::cudnnShapes(*description, maxBatch);
-      if (!shapes)
-        continue;
-      cudnnOps_[i].description = std::move(*description);
-      cudnnOps_[i].shapes = *shapes;
-      described.push_back(i);
-    }
-    if (described.empty() && pooled.empty()) {
-      if (convolutions + pools > 0)
-        cudnnNote_ = fmt::format(", no op on cuDNN{}", options_.variant == "no-cudnn" ? " (no-cudnn)" : "");
-      return Status::success();
-    }
-    auto library = cuda::Cudnn::open(stream_);
-    if (!library)
-      return library.error();
-    cudnn_ = std::move(*library);
-    const std::string cachePath = cuda::algorithmCachePath(
-        std::getenv("NETC_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
-    cuda::AlgorithmCache cache = cuda::readAlgorithmCache(cachePath);
-    const cuda::Precision precision = options_.allowTf32 ? cuda::Precision::Tf32 : cuda::Precision::Fp32;
-    const std::string device =
-        fmt::format("{} sm{}{} cudnn{} {}", device_.name, device_.major, device_.minor, cudnn_->version(),
-                    precision == cuda::Precision::Tf32 ? "tf32" : "fp32");
-    int onCudnn = 0, measured = 0;
-    for (size_t i : described) {
-      CudnnOp &c = cudnnOps_[i];
-      const plan::OpKind kind = plan.ops[i].kind;
-      const cuda::CudnnPass pass = kind == plan::OpKind::Convolution ? cuda::CudnnPass::Forward
-                                   : kind == plan::OpKind::ConvolutionGradInput
-                                       ? cuda::CudnnPass::BackwardData
-                                       : cuda::CudnnPass::BackwardFilter;
-      const std::string key = fmt::format("{} {} {}", cuda::passName(pass), device, cuda::shapeKey(c.shapes));
-      auto slot = cudnn_->prepare(pass, c.shapes, precision, key, cache);
-      if (!slot)
-        continue; // netc's kernels compute it
-      c.slot = *slot;
-      workspaceBytes_ = std::max(workspaceBytes_, cudnn_->workspaceBytes(*slot));
-      ++onCudnn;
-      measured += cudnn_->measured(*slot) ? 1 : 0;
-    }
-    // A cache that cannot be written costs a measurement next time, nothing more.
-    if (cache.changed && !cachePath.empty())
-      static_cast<void>(cuda::writeAlgorithmCache(cachePath, cache));
-    int poolsOnCudnn = 0;
-    for (size_t i : pooled)
-      if (auto slot = cudnn_->preparePooling(cudnnPools_[i].shapes)) {
-        cudnnPools_[i].slot = *slot;
-        ++poolsOnCudnn;
-      }
-    cudnnNote_ = fmt::format(", cuDNN {} for {} of {} convolution ops ({} algorithms measured, {} cached)",
-                             cudnn_->version(), onCudnn, convolutions, measured, onCudnn - measured);
-    if (pools > 0)
-      cudnnNote_ += fmt::format(" and {} of {} pooling ops", poolsOnCudnn, pools);
-    return Status::success();
-  }
-
-  /// Op `op`'s cuDNN form where the kernels read it, at `batch` samples.
-  cuda::CudnnOpResources cudnnResources(size_t op, int64_t batch) {
-    CudnnOp &c = cudnnOps_[op];
-    cuda::CudnnOpResources r;
-    r.shapes = c.shapes;
-    if (batch != maxBatch_) { // a partial batch: the same call on fewer samples (which always has a form)
-      if (c.partialBatch != batch)
-        if (auto shapes = cuda::cudnnShapes(c.description, batch)) {
-          c.partial = *shapes;
-          c.partialBatch = batch;
-        }
-      r.shapes = c.partial;
-    }
-    r.netChannel = intsAt(c.netChannelOffset);
-    r.weightRow = intsAt(c.weightRowOffset);
-    r.filter = at(cudnnScratchOffset_);
-    r.values = r.filter + (c.shapes.weightsInPlace ? 0 : plan::alignElements(c.shapes.filterFloats));
-    r.slot = c.slot;
-    return r;
-  }
-
-  /// Pooling op `op`'s cuDNN form where the kernels read it, at `batch` samples.
-  cuda::CudnnPoolResources cudnnPoolResources(size_t op, int64_t batch) {
-    CudnnPool &c = cudnnPools_[op];
-    cuda::CudnnPoolResources r;
-    r.shapes = c.shapes;
-    if (batch != maxBatch_) {
-      if (c.partialBatch != batch) {
-        const plan::Op &o = plan_->ops[op];
-        if (auto shapes = cuda::describePoolingForCudnn(o.get<plan::WindowAttrs>(), poolWindow(*plan_, o),
-                                                        c.shapes.max, batch)) {
-          c.partial = *shapes;
-          c.partialBatch = batch;
-        }
-      }
-      r.shapes = c.partial;
-    }
-    r.values = at(cudnnScratchOffset_);
-    r.slot = c.slot;
-    return r;
-  }
-
   /// "op #12 dense-grad-input (writing dH2)" for messages.
   std::string describeOp(size_t index) const {
     const plan::Op &op = plan_->ops[index];
@@ -731,68 +539,6 @@ private:
     return cudaStatus(
         cudaMemcpy(at(offset), table.data(), table.size() * sizeof(int32_t), cudaMemcpyHostToDevice),
         "uploading the plan's tables");
-  }
-
-  /// Op `index`, a communication op, through host staging: an all-reduce
-  /// copies its range out and starts reducing it; the wait finishes every
-  /// one started and copies them back (means divided).
-  Status communicate(size_t index) {
-    const plan::Op &op = plan_->ops[index];
-    if (!communicator_)
-      return fail(fmt::format("the plan's {} needs a communicator (a bug in netc: Backend::attach)",
-                              plan::opName(op.kind)));
-    if (op.kind == plan::OpKind::AllReduce) {
-      const plan::CommAttrs &a = op.get<plan::CommAttrs>();
-      float *device = static_cast<float *>(pointers_[static_cast<size_t>(op.in[0])]) + a.offset;
-      float *host = staging_.data() + stagingBase_[static_cast<size_t>(op.in[0])] + a.offset;
-      if (Status s = cudaStatus(cudaMemcpyAsync(host, device, static_cast<size_t>(a.count) * sizeof(float),
-                                                cudaMemcpyDeviceToHost, stream_),
-                                "copying gradients for an all-reduce");
-          !s)
-        return s;
-      if (Status s = cudaStatus(cudaStreamSynchronize(stream_), "copying gradients for an all-reduce"); !s)
-        return s;
-      auto request = communicator_->startAllReduce(host, a.count, comm::DataType::F32, comm::ReduceOp::Sum,
-                                                   commNames_[index]);
-      if (!request)
-        return request.error();
-      started_.push_back({*request, device, host, a.count, a.mean});
-      return Status::success();
-    }
-    Status status = Status::success();
-    for (const Started &s : started_) {
-      if (status)
-        status = communicator_->wait(s.request);
-      if (!status)
-        continue;
-      if (s.mean) {
-        const float scale = 1.0f / float(communicator_->size());
-        for (int64_t k = 0; k < s.count; ++k)
-          s.host[k] *= scale;
-      }
-      status = cudaStatus(cudaMemcpyAsync(s.device, s.host, static_cast<size_t>(s.count) * sizeof(float),
-                                          cudaMemcpyHostToDevice, stream_),
-                          "copying reduced gradients back to the GPU");
-    }
-    started_.clear();
-    if (status)
-      status = cudaStatus(cudaStreamSynchronize(stream_), "copying reduced gradients back to the GPU");
-    return status;
-  }
-
-  /// Op `index`, a communication op, through NCCL on the GPU: an all-reduce
-  /// of its bucket on the communication stream after the compute stream's
-  /// work so far, or the compute stream's wait for every one enqueued.
-  Status communicateOnDevice(size_t index, cuda::CudaLauncher &launch) {
-    const int k = collectiveOf_[index];
-    if (k < 0)
-      return fail(fmt::format("{} has no NCCL form (a bug in netc)", describeOp(index)));
-    const cuda::NcclCollective &c = collectives_[static_cast<size_t>(k)];
-    if (c.kind == cuda::NcclCollective::Kind::Join)
-      return nccl_->join(stream_);
-    ++launch.launches;
-    return nccl_->allReduceOnDevice(c, static_cast<float *>(pointers_[static_cast<size_t>(c.buffer)]),
-                                    stream_, commNames_[index]);
   }
 
   /// Keeps the first failure of a call that cannot return one, for the next run.
@@ -826,17 +572,12 @@ private:
     if (hostWait_)
       cudaEventDestroy(hostWait_);
     hostWait_ = nullptr;
-    collectives_.clear();
-    collectiveOf_.clear();
+    communication_.release();
     if (block_)
       cudaFree(block_);
     block_ = nullptr;
     cublas_.reset();
-    cudnn_.reset();
-    cudnnOps_.clear();
-    cudnnPools_.clear();
-    cudnnNote_.clear();
-    workspaceBytes_ = 0;
+    cudnnPlan_.release();
 
     for (std::vector<cudaEvent_t> *list : {&inputReady_, &slotRead_}) {
       for (cudaEvent_t event : *list)
@@ -894,11 +635,7 @@ private:
   size_t nextSmallWrite_ = 0;
   cuda::HeldDataset heldData_; // the training set, with --data-on-device
   std::unique_ptr<cuda::Cublas> cublas_;
-  std::unique_ptr<cuda::Cudnn> cudnn_; // null when no op runs on cuDNN
-  std::vector<CudnnOp> cudnnOps_;      // by op index
-  std::vector<CudnnPool> cudnnPools_;  // by op index
-  std::string cudnnNote_;              // for describe()
-  size_t workspaceBytes_ = 0;
+  cuda::CudnnPlan cudnnPlan_; // the ops cuDNN runs
   int64_t cudnnScratchOffset_ = 0, workspaceOffset_ = 0, cublasWorkspaceOffset_ = 0;
   /// The captured graphs, by range of ops, batch and input slot.
   struct GraphKey {
@@ -919,21 +656,9 @@ private:
   bool lastRunReplayed_ = false;
   std::string graphNote_; // why a capture failed, for describe()
   Status error_;
-  comm::Communicator *communicator_ = nullptr;
-  cuda::NcclCommunicator *nccl_ = nullptr;        // the communicator when it is NCCL's
-  std::vector<cuda::NcclCollective> collectives_; // the plan's, in order (NcclCalls.h)
-  std::vector<int> collectiveOf_;                 // by op index (-1: none)
-  cudaEvent_t hostWait_ = nullptr;                // recorded where the host waits for a stream
-  std::vector<std::string> commNames_;
-  std::vector<float> staging_;       // host copies of the flat arenas' ranges being all-reduced
-  std::vector<int64_t> stagingBase_; // by buffer: where its range starts in staging_ (-1: none)
-  struct Started {
-    int64_t request;
-    float *device, *host;
-    int64_t count;
-    bool mean;
-  };
-  std::vector<Started> started_;
+  cuda::StepCommunication communication_;  // the plan's all-reduces and waits
+  cuda::NcclCommunicator *nccl_ = nullptr; // communication_'s communicator when it is NCCL's
+  cudaEvent_t hostWait_ = nullptr;         // recorded where the host waits for a stream
 };
 
 } // namespace

@@ -166,33 +166,12 @@ TEST(LocalJob, ARankKilledBySignalIsNamed) {
   EXPECT_NE(result.failure.find("was killed by signal 9"), std::string::npos) << result.failure;
 }
 
-TEST(LocalJob, ACtrlCIsForwardedToEveryRankAsSigusr1) {
-  Scratch scratch;
-  // Each rank waits for SIGUSR1, notes it and exits 0 (a clean stop).
-  LocalJobRequest job =
-      shell("trap 'touch \"$0/stopped$NETC_RANK\"; exit 0' USR1; touch \"$0/ready$NETC_RANK\"; "
-            "while :; do sleep 0.05; done",
-            2);
-  job.arguments.push_back(scratch.dir.string());
-  std::atomic<int> interrupts{0};
-  job.interrupts = &interrupts;
-  std::thread pressCtrlC([&] {
-    for (int i = 0; i < 2000 && !(fs::exists(scratch.dir / "ready0") && fs::exists(scratch.dir / "ready1"));
-         ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    interrupts = 1;
-  });
-  const LocalJobResult result = runLocalJob(job);
-  pressCtrlC.join();
-  EXPECT_EQ(result.status, 0) << result.failure;
-  EXPECT_TRUE(fs::exists(scratch.dir / "stopped0"));
-  EXPECT_TRUE(fs::exists(scratch.dir / "stopped1"));
-}
-
-/// A two-rank job whose ranks wait for SIGUSR1 and then exit with the
-/// status `rank0` or `rank1` says; the test presses Ctrl-C once both run.
+/// A two-rank job whose ranks wait for SIGUSR1, note it ("stoppedR") and
+/// exit with the status `rank0` or `rank1` says; the test presses Ctrl-C
+/// once both run.
 LocalJobResult stoppedByCtrlC(const Scratch &scratch, int rank0, int rank1) {
-  LocalJobRequest job = shell("code=$1; [ \"$NETC_RANK\" = 1 ] && code=$2; trap 'exit '$code USR1; "
+  LocalJobRequest job = shell("code=$1; [ \"$NETC_RANK\" = 1 ] && code=$2; "
+                              "trap 'touch \"$0/stopped$NETC_RANK\"; exit '$code USR1; "
                               "touch \"$0/ready$NETC_RANK\"; while :; do sleep 0.05; done",
                               2);
   job.arguments = {"-c", job.arguments[1], scratch.dir.string(), std::to_string(rank0),
@@ -208,6 +187,14 @@ LocalJobResult stoppedByCtrlC(const Scratch &scratch, int rank0, int rank1) {
   LocalJobResult result = runLocalJob(job);
   pressCtrlC.join();
   return result;
+}
+
+TEST(LocalJob, ACtrlCIsForwardedToEveryRankAsSigusr1) {
+  Scratch scratch;
+  const LocalJobResult result = stoppedByCtrlC(scratch, 0, 0); // a clean stop
+  EXPECT_EQ(result.status, 0) << result.failure;
+  EXPECT_TRUE(fs::exists(scratch.dir / "stopped0"));
+  EXPECT_TRUE(fs::exists(scratch.dir / "stopped1"));
 }
 
 TEST(LocalJob, RanksStoppedByCtrlCEndLikeACtrlCdProcess) {

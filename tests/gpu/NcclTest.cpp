@@ -43,41 +43,19 @@ TEST(GpuNccl, AOneRankJobTrainsTheBitsOfAPlainRun) {
   NETC_NEEDS_GPU();
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("netc-gpu-nccl-{}", ::getpid());
   std::filesystem::remove_all(dir);
-  for (std::string example : {"mnist", "lenet5"}) {
-    SCOPED_TRACE(example);
-    const TrainSettings s = sliceTraining();
-    struct Run {
-      bool nccl, graphs;
-      double bucketMb;
+  auto nccl = [](bool graphs, double bucketMb) {
+    return [graphs, bucketMb](TrainSettings &s) {
+      s.launch = {0, 1, 0, 1, "netc", newJobId()};
+      s.cudaGraphs = graphs;
+      s.bucketMb = bucketMb;
     };
-    const std::vector<Run> runs = {
-        {false, true, 25}, {true, true, 25}, {true, false, 25}, {true, true, 0.05}};
-    std::vector<TrainResult> results;
-    for (const Run &r : runs) {
-      TrainSettings run = s;
-      if (r.nccl)
-        run.launch = {0, 1, 0, 1, "netc", newJobId()};
-      run.cudaGraphs = r.graphs;
-      run.bucketMb = r.bucketMb;
-      run.outDir = (dir / fmt::format("{}-{}-{}-{}", example, r.nccl, r.graphs, r.bucketMb)).string();
-      results.push_back(trainNetwork(sourcePath("examples/" + example + ".net"), run));
-      ASSERT_TRUE(results.back().ok()) << results.back().error;
-    }
-    const std::string plain = bytesOf(dir / fmt::format("{}-false-true-25", example) / "last.safetensors");
-    ASSERT_FALSE(plain.empty());
-    for (size_t k = 1; k < runs.size(); ++k) {
-      SCOPED_TRACE(fmt::format("graphs {}, --bucket-mb {}", runs[k].graphs, runs[k].bucketMb));
-      EXPECT_TRUE(plain ==
-                  bytesOf(dir / fmt::format("{}-true-{}-{}", example, runs[k].graphs, runs[k].bucketMb) /
-                          "last.safetensors"))
-          << "the checkpoints differ";
-      ASSERT_EQ(results[k].epochs.size(), results[0].epochs.size());
-      for (size_t e = 0; e < results[0].epochs.size(); ++e) {
-        EXPECT_EQ(results[k].epochs[e].trainLoss, results[0].epochs[e].trainLoss) << "epoch " << e + 1;
-        EXPECT_EQ(results[k].epochs[e].testLoss, results[0].epochs[e].testLoss) << "epoch " << e + 1;
-      }
-    }
-  }
+  };
+  for (std::string example : {"mnist", "lenet5"})
+    expectVariantsTrainAlike(example, dir,
+                             {{"a plain run", [](TrainSettings &) {}},
+                              {"one rank over NCCL", nccl(true, 25)},
+                              {"one rank over NCCL, --cuda-graphs off", nccl(false, 25)},
+                              {"one rank over NCCL, --bucket-mb 0.05", nccl(true, 0.05)}});
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,122 @@
+// StepCommunication.cpp -- a plan's communication ops on the CUDA backend
+// (StepCommunication.h).
+#include "runtime/cuda/StepCommunication.h"
+#include "runtime/cuda/CudaStatus.h"
+#include "runtime/cuda/NcclCommunicator.h"
+
+#include <fmt/format.h>
+
+namespace netc::runtime::cuda {
+
+Status StepCommunication::prepare(const plan::Plan &plan) {
+  release();
+  plan_ = &plan;
+  auto collectives = ncclCollectives(plan, 0, plan.ops.size());
+  if (!collectives)
+    return collectives.error();
+  collectiveOf_.assign(plan.ops.size(), -1);
+  for (size_t k = 0; k < collectives->size(); ++k)
+    collectiveOf_[(*collectives)[k].op] = static_cast<int>(k);
+  collectives_ = std::move(*collectives);
+  names_.assign(plan.ops.size(), std::string());
+  for (size_t i = 0; i < plan.ops.size(); ++i)
+    if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
+      names_[i] = plan::communicationName(plan, plan.ops[i]);
+  // Each buffer an all-reduce reads (the gradient arena; local SGD's
+  // parameter and state arenas, all reduced before one wait) gets a range.
+  stagingBase_.assign(plan.buffers.size(), -1);
+  int64_t elements = 0;
+  for (const plan::Op &op : plan.ops)
+    if (op.kind == plan::OpKind::AllReduce && !op.in.empty() && stagingBase_[size_t(op.in[0])] < 0) {
+      stagingBase_[size_t(op.in[0])] = elements;
+      elements += plan.buffers[size_t(op.in[0])].fixed;
+    }
+  staging_.assign(static_cast<size_t>(elements), 0.0f);
+  return Status::success();
+}
+
+void StepCommunication::release() {
+  plan_ = nullptr;
+  collectives_.clear();
+  collectiveOf_.clear();
+  names_.clear();
+  staging_.clear();
+  stagingBase_.clear();
+  started_.clear();
+}
+
+void StepCommunication::attach(comm::Communicator *communicator) {
+  communicator_ = communicator;
+  nccl_ = dynamic_cast<NcclCommunicator *>(communicator);
+}
+
+Expected<bool> StepCommunication::capturable(size_t first, size_t last) const {
+  if (!nccl_)
+    return false; // the host waits for the communicator
+  auto range = ncclCollectives(*plan_, first, last);
+  if (!range)
+    return range.error();
+  return joinsEveryAllReduce(*range);
+}
+
+Status StepCommunication::run(size_t index, void *const *buffers, cudaStream_t stream, int64_t &launches) {
+  if (!nccl_)
+    return throughHost(index, buffers, stream);
+  const int k = collectiveOf_[index];
+  if (k < 0)
+    return fail(fmt::format("op #{} {} has no NCCL form (a bug in netc)", index,
+                            plan::opName(plan_->ops[index].kind)));
+  const NcclCollective &c = collectives_[static_cast<size_t>(k)];
+  if (c.kind == NcclCollective::Kind::Join)
+    return nccl_->join(stream);
+  ++launches;
+  return nccl_->allReduceOnDevice(c, static_cast<float *>(buffers[static_cast<size_t>(c.buffer)]), stream,
+                                  names_[index]);
+}
+
+Status StepCommunication::throughHost(size_t index, void *const *buffers, cudaStream_t stream) {
+  const plan::Op &op = plan_->ops[index];
+  if (!communicator_)
+    return fail(fmt::format("the plan's {} needs a communicator (a bug in netc: Backend::attach)",
+                            plan::opName(op.kind)));
+  if (op.kind == plan::OpKind::AllReduce) {
+    const plan::CommAttrs &a = op.get<plan::CommAttrs>();
+    const size_t buffer = static_cast<size_t>(op.in[0]);
+    float *device = static_cast<float *>(buffers[buffer]) + a.offset;
+    float *host = staging_.data() + stagingBase_[buffer] + a.offset;
+    if (Status s = cudaStatus(cudaMemcpyAsync(host, device, static_cast<size_t>(a.count) * sizeof(float),
+                                              cudaMemcpyDeviceToHost, stream),
+                              "copying gradients for an all-reduce");
+        !s)
+      return s;
+    if (Status s = cudaStatus(cudaStreamSynchronize(stream), "copying gradients for an all-reduce"); !s)
+      return s;
+    auto request =
+        communicator_->startAllReduce(host, a.count, comm::DataType::F32, comm::ReduceOp::Sum, names_[index]);
+    if (!request)
+      return request.error();
+    started_.push_back({*request, device, host, a.count, a.mean});
+    return Status::success();
+  }
+  Status status = Status::success();
+  for (const Started &s : started_) {
+    if (status)
+      status = communicator_->wait(s.request);
+    if (!status)
+      continue;
+    if (s.mean) {
+      const float scale = 1.0f / float(communicator_->size());
+      for (int64_t k = 0; k < s.count; ++k)
+        s.host[k] *= scale;
+    }
+    status = cudaStatus(cudaMemcpyAsync(s.device, s.host, static_cast<size_t>(s.count) * sizeof(float),
+                                        cudaMemcpyHostToDevice, stream),
+                        "copying reduced gradients back to the GPU");
+  }
+  started_.clear();
+  if (status)
+    status = cudaStatus(cudaStreamSynchronize(stream), "copying reduced gradients back to the GPU");
+  return status;
+}
+
+} // namespace netc::runtime::cuda
