@@ -362,12 +362,9 @@ private:
       communicates = communicates || plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication;
     if (!communicates)
       return runAsGraph(first, last, batch, inputSlot);
-    if (nccl_) {
-      auto whole = communication_.capturable(first, last);
-      if (!whole)
-        return whole.error();
-      return *whole ? runAsGraph(first, last, batch, inputSlot) : issue(first, last, batch);
-    }
+    if (nccl_)
+      return communication_.capturable(first, last) ? runAsGraph(first, last, batch, inputSlot)
+                                                    : issue(first, last, batch);
     for (size_t begin = first; begin < last;) {
       size_t end = begin;
       while (end < last && plan::opRole(plan_->ops[end].kind) != plan::OpRole::Communication)

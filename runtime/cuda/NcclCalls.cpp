@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace netc::runtime::cuda {
 
 std::string formatNcclId(const NcclId &id) {
@@ -115,7 +117,15 @@ Expected<std::vector<NcclCollective>> ncclCollectives(const plan::Plan &plan, si
   return out;
 }
 
-bool joinsEveryAllReduce(const std::vector<NcclCollective> &collectives) {
+std::span<const NcclCollective> collectivesIn(const std::vector<NcclCollective> &all, size_t first,
+                                              size_t last) {
+  auto byOp = [](const NcclCollective &c, size_t op) { return c.op < op; };
+  const auto begin = std::lower_bound(all.begin(), all.end(), first, byOp);
+  const auto end = std::lower_bound(begin, all.end(), std::max(first, last), byOp);
+  return {begin, end};
+}
+
+bool joinsEveryAllReduce(std::span<const NcclCollective> collectives) {
   bool open = false; // an all-reduce since the last join
   for (const NcclCollective &c : collectives) {
     if (c.kind == NcclCollective::Kind::AllReduce) {

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,11 +65,16 @@ struct NcclCollective {
 /// whose range lies outside its buffer.
 Expected<std::vector<NcclCollective>> ncclCollectives(const plan::Plan &plan, size_t first, size_t last);
 
+/// The collectives of ops [first, last) among `all`, the whole plan's (in
+/// op order): what ncclCollectives(plan, first, last) gives, without a copy.
+std::span<const NcclCollective> collectivesIn(const std::vector<NcclCollective> &all, size_t first,
+                                              size_t last);
+
 /// Whether `collectives` can be captured as one graph: every all-reduce is
 /// joined back before their end (a capture must end with the
 /// communication stream joined), and every join joins an all-reduce of the
 /// range (one that waits for work enqueued outside the capture cannot be
 /// captured: a wait run on its own, as after an empty step).
-bool joinsEveryAllReduce(const std::vector<NcclCollective> &collectives);
+bool joinsEveryAllReduce(std::span<const NcclCollective> collectives);
 
 } // namespace netc::runtime::cuda

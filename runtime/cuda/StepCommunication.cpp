@@ -50,13 +50,10 @@ void StepCommunication::attach(comm::Communicator *communicator) {
   nccl_ = dynamic_cast<NcclCommunicator *>(communicator);
 }
 
-Expected<bool> StepCommunication::capturable(size_t first, size_t last) const {
-  if (!nccl_)
-    return false; // the host waits for the communicator
-  auto range = ncclCollectives(*plan_, first, last);
-  if (!range)
-    return range.error();
-  return joinsEveryAllReduce(*range);
+bool StepCommunication::capturable(size_t first, size_t last) const {
+  // A host communicator waits on the host; NCCL's collectives are looked up
+  // in the plan's, not built again at every run.
+  return nccl_ && joinsEveryAllReduce(collectivesIn(collectives_, first, last));
 }
 
 Status StepCommunication::run(size_t index, void *const *buffers, cudaStream_t stream, int64_t &launches) {

@@ -40,7 +40,7 @@ public:
 
   /// Whether ops [first, last) may be captured as one graph although they
   /// communicate: through NCCL, with every all-reduce joined inside them.
-  Expected<bool> capturable(size_t first, size_t last) const;
+  bool capturable(size_t first, size_t last) const;
 
   /// Runs communication op `index` of the plan on the buffers at `buffers`
   /// (device addresses by buffer index), after the work issued on `stream`;

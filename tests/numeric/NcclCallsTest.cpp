@@ -6,7 +6,8 @@
 // collectives of a data-parallel step -- one sum per gradient bucket with
 // the bucket's offset and count in the gradient arena, in the plan's order,
 // joined before the update; local SGD's averages; a range that cuts a join
-// off, or holds a join alone; a plan whose all-reduce leaves its buffer. StepLaunches in NCCL mode
+// off, or holds a join alone; a range's collectives found in the plan's; a plan
+// whose all-reduce leaves its buffer. StepLaunches in NCCL mode
 // pins the seed network's collectives.
 #include "PlanHarness.h"
 #include "TestNetworks.h"
@@ -186,6 +187,21 @@ TEST(NcclCalls, ARangeWithoutItsJoinCannotBeOneGraph) {
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
   EXPECT_TRUE(runtime::cuda::joinsEveryAllReduce(*none));
+}
+
+TEST(NcclCalls, ARangesCollectivesAreARunOfThePlans) {
+  Compiled c = dataParallel("examples/lenet5.net", plan::ReplicaSync::AllReduceGradients, 4 << 10);
+  const size_t n = c.plan.ops.size();
+  auto all = runtime::cuda::ncclCollectives(c.plan, 0, n);
+  ASSERT_TRUE(all);
+  ASSERT_GE(all->size(), 3u);
+  for (size_t first = 0; first <= n; first += 3)
+    for (size_t last = first; last <= n + 1; last += 2) {
+      auto direct = runtime::cuda::ncclCollectives(c.plan, first, last);
+      ASSERT_TRUE(direct);
+      const auto run = runtime::cuda::collectivesIn(*all, first, last);
+      EXPECT_EQ(std::vector<NcclCollective>(run.begin(), run.end()), *direct) << first << ".." << last;
+    }
 }
 
 TEST(NcclCalls, AnAllReduceOutsideItsBufferIsRefused) {
