@@ -3,6 +3,7 @@
 // of the compiled plan on random data), from include/netc/Training.h.
 #include "api/Backends.h"
 #include "api/DataParallel.h"
+#include "api/ModelImpl.h"
 #include "api/NetworkImpl.h"
 #include "codegen/Codegen.h"
 #include "netc/Training.h"
@@ -27,16 +28,6 @@
 #include <sstream>
 
 namespace netc {
-
-struct Model::Impl {
-  plan::Plan plan;
-  std::unique_ptr<runtime::Backend> backend;
-  data::Normalizer normalizer;
-  std::vector<int64_t> inputShape;
-  int64_t batch = 128;
-  std::string name;
-  std::mutex mutex; // one forward pass at a time on the backend
-};
 
 namespace {
 
@@ -151,6 +142,12 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   impl->plan = std::move(*plan);
   impl->batch = options.batch;
   impl->name = compiled.network->name();
+  const ir::Network &network = compiled.network->impl().network;
+  for (int i : network.inputs)
+    impl->inputLayers.push_back(
+        {network.layers[static_cast<size_t>(i)].name, network.layers[static_cast<size_t>(i)].nodes});
+  if (network.output >= 0)
+    impl->outputName = network.layers[static_cast<size_t>(network.output)].name;
   auto setup = backendSetup({options.device, options.backend, options.precision, options.cpuIsa,
                              options.cudaDebug, options.cudaGraphs, options.threads, 0});
   if (!setup) {

@@ -30,7 +30,8 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # oversubscribes the cores), which its run path points at.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
 # One package per install component: everything but the plugin (the default
-# component) is netc; the MPI plugin (runtime/comm/mpi, component mpi) is netc-mpi.
+# component) is netc; the MPI plugin (runtime/comm/mpi, component mpi) is
+# netc-mpi, the LLVM plugin (codegen/llvm, component llvm) netc-llvm.
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_UNSPECIFIED_PACKAGE_NAME netc)
 set(CPACK_COMPONENTS_ALL Unspecified)
@@ -42,6 +43,17 @@ if(TARGET netc_comm_mpi)
   set(CPACK_COMPONENT_MPI_DESCRIPTION
       "The MPI communicator plugin of netc: data-parallel training over several processes and machines "
       "(mpirun -np N netc train, srun netc train, netc train --ranks N), with Open MPI.")
+endif()
+# The LLVM code generator (codegen/llvm, component llvm) is netc-llvm: only
+# it depends on libLLVM (about 126 MB), so netc installs and runs without it.
+if(TARGET netc_codegen_llvm)
+  list(APPEND CPACK_COMPONENTS_ALL llvm)
+  set(CPACK_DEBIAN_LLVM_PACKAGE_NAME netc-llvm)
+  set(CPACK_DEBIAN_LLVM_PACKAGE_DEPENDS "netc (= ${PROJECT_VERSION}), libllvm19, gcc | clang, lld-19")
+  set(CPACK_DEBIAN_LLVM_PACKAGE_SECTION science)
+  set(CPACK_COMPONENT_LLVM_DESCRIPTION
+      "The LLVM code generator of netc: netc build compiles a trained network into a native inference library "
+      "with a C header (netc compile --emit=llvm prints its IR).")
 endif()
 set(CPACK_NETC_SANITIZE "${NETC_SANITIZE}")
 set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/NetcPackageCheck.cmake)

@@ -5,7 +5,9 @@
 # and file are what `cpack -G DEB` needs (scripts/package_deb.sh); python3-numpy
 # runs the float64 reference of tests/reference; Open MPI (openmpi-bin,
 # libopenmpi-dev) builds the MPI plugin of data-parallel training and runs its
-# tests (netc itself starts without it). `scripts/setup.sh --bench` also
+# tests (netc itself starts without it); llvm-19-dev and lld-19 build the LLVM
+# code generator of `netc build` (a plugin: netc starts without libLLVM) and
+# link its libraries for other targets. `scripts/setup.sh --bench` also
 # installs what the benchmarks run netc against: Debian's CPU build of
 # PyTorch (python3-torch, for bench/compare_torch.py and bench/compare_ddp.py).
 set -euo pipefail
@@ -27,6 +29,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   llvm-14-tools
+  llvm-19-dev lld-19
   clang-14 libclang-rt-14-dev libomp-14-dev
   valgrind
   zlib1g-dev libopenblas-openmp-dev libpng-dev

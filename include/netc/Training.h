@@ -357,6 +357,8 @@ public:
   std::vector<int64_t> inputShape() const;
 
   explicit Model(std::shared_ptr<Impl> impl);
+  /// The inside (api/ModelImpl.h), for netc's own code.
+  const Impl &impl() const { return *impl_; }
 
 private:
   std::shared_ptr<Impl> impl_;
@@ -368,6 +370,33 @@ struct ModelResult {
   std::string error;
   std::string diagnostics;
 };
+
+/// `netc build`: a trained network compiled through LLVM into a native
+/// inference library (docs/codegen.md).
+struct LibrarySettings {
+  std::string outDir; ///< the folder the files go to (created; netc's files in it are replaced)
+  std::string name;   ///< the C prefix of every symbol; default: the network's name as a C identifier
+  std::string target; ///< an LLVM target triple, e.g. aarch64-linux-gnu; default: this machine's
+  std::string cpu;    ///< the CPU to optimise for; default: this machine's ("generic": portable)
+};
+
+struct LibraryResult {
+  FailureKind failure = FailureKind::None;
+  std::string error;
+  std::string diagnostics;
+  std::string prefix;             ///< the symbols' prefix (PREFIX_infer, ...)
+  std::string triple, cpu;        ///< what the code was compiled for
+  std::vector<std::string> files; ///< the files written, in outDir
+  double compileSeconds = 0;      ///< emitting, optimising and linking (loading the weights excluded)
+  bool ok() const { return failure == FailureKind::None; }
+};
+
+/// Compiles `netPath` with the weights and normaliser of `checkpointPath`
+/// into PREFIX.h, libPREFIX.so, libPREFIX.a, PREFIX.o and README.md in
+/// settings.outDir. Needs netc's LLVM plugin (libnetc-llvm.so); on any
+/// failure no file of the library is left behind.
+LibraryResult buildLibrary(const std::string &netPath, const std::string &checkpointPath,
+                           const LibrarySettings &settings);
 
 struct BenchSettings {
   int64_t batch = 128;

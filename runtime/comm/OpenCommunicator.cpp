@@ -4,6 +4,7 @@
 #include "runtime/comm/OpenCommunicator.h"
 #include "runtime/comm/LocalCommunicator.h"
 #include "runtime/comm/Plugin.h"
+#include "support/Plugins.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,42 +15,13 @@
 
 namespace netc::comm {
 
-namespace {
-
-/// The folder of the module (executable or shared library) holding this code.
-std::string thisModuleDirectory() {
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void *>(&pluginDirectories), &info) == 0 || !info.dli_fname)
-    return {};
-  std::error_code ec;
-  auto path = std::filesystem::canonical(info.dli_fname, ec);
-  return ec ? std::string() : path.parent_path().string();
-}
-
-} // namespace
-
-std::vector<std::string> pluginDirectories() {
-  std::vector<std::string> dirs;
-  if (std::string here = thisModuleDirectory(); !here.empty()) {
-    dirs.push_back((std::filesystem::path(here) / NETC_PLUGIN_DIR_FROM_BIN).lexically_normal().string());
-    dirs.push_back((std::filesystem::path(here) / NETC_PLUGIN_DIR_FROM_LIB).lexically_normal().string());
-  }
-  dirs.push_back(NETC_PLUGIN_BUILD_DIR);
-  return dirs;
-}
-
 Expected<std::shared_ptr<Communicator>> openCommunicator(const LaunchInfo &launch,
                                                          const CommOptions &options) {
   if (launch.size <= 1)
     return std::shared_ptr<Communicator>(makeLocalCommunicator(options));
   const std::string job = fmt::format("this process is {} ({})", rankName(launch.rank, launch.size),
                                       launch.launcher.empty() ? "a launcher" : launch.launcher);
-  std::string file;
-  for (const std::string &dir : pluginDirectories())
-    if (std::error_code ec; std::filesystem::exists(std::filesystem::path(dir) / kMpiPluginName, ec)) {
-      file = (std::filesystem::path(dir) / kMpiPluginName).string();
-      break;
-    }
+  const std::string file = findPlugin(kMpiPluginName);
   if (file.empty())
     return fail(
         fmt::format("{}, which needs netc's MPI plugin {}; it is in none of {}: this netc was built "

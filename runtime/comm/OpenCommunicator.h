@@ -24,9 +24,6 @@ namespace netc::comm {
 Expected<std::shared_ptr<Communicator>> openCommunicator(const LaunchInfo &launch,
                                                          const CommOptions &options);
 
-/// The folders searched for a plugin, in order.
-std::vector<std::string> pluginDirectories();
-
 /// A communicator for device memory, registered by a device backend's library.
 struct DeviceTransport {
   std::string name; // "nccl"

@@ -15,3 +15,6 @@ config.substitutions.append(("%python", config.python))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("not ", os.path.join(os.path.dirname(config.filecheck), "not") + " "))
 config.environment["NO_COLOR"] = "1"
+# netc build and --emit=llvm need the LLVM plugin (NETC_WITH_LLVM): their tests say REQUIRES: netc-llvm.
+if config.netc_llvm.upper() in ("ON", "TRUE", "1", "YES"):
+    config.available_features.add("netc-llvm")

@@ -30,6 +30,10 @@ CASES += [("plan-mnist", "mnist.net", "plan", []), ("plan-siamese", "siamese.net
 CASES += [("plan-lenet5-allreduce", "lenet5.net", "plan", ["--data-parallel", "allreduce", "--bucket-mb", "0.05"]),
           ("plan-mnist-local-sgd", "mnist.net", "plan", ["--data-parallel", "local-sgd"])]
 
+# The IR of netc build (weights as zeros): the seed network, and a network
+# with pooling and response normalization.
+CASES += [("llvm-mnist", "mnist.net", "llvm", []), ("llvm-pool-norm", "pool-norm.net", "llvm", [])]
+
 
 def main():
     DUMPS.mkdir(parents=True, exist_ok=True)
@@ -37,10 +41,11 @@ def main():
         cmd = [NETC, "compile", f"--emit={emit}", *flags, str(ROOT / "examples" / example)]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         lines = [f"# {emit.upper()} dump of examples/{example}; regenerate with tests/golden/update_goldens.py",
+                 *(["REQUIRES: netc-llvm"] if emit == "llvm" else []),
                  f"RUN: %netc compile --emit={emit} {' '.join(flags)} %examples/{example} | FileCheck %s --match-full-lines --strict-whitespace".replace("  ", " ")]
         for i, line in enumerate(out.rstrip("\n").split("\n")):
             prefix = "CHECK:" if i == 0 else "CHECK-NEXT:"
-            lines.append(f"{prefix}{line}" if line else f"{prefix.rstrip(':')}-EMPTY:")
+            lines.append(f"{prefix}{line}" if line else "CHECK-EMPTY:")
         (DUMPS / f"{name}.test").write_text("\n".join(lines) + "\n")
         print("wrote", name)
 

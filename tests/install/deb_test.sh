@@ -47,6 +47,21 @@ if [[ -n $mpi_deb ]]; then
 else
   echo "deb_test: no netc-mpi package (this build found no Open MPI)"
 fi
+if grep -q 'libllvm' <<<"$depends"; then
+  echo "deb_test: netc depends on LLVM; only netc-llvm may" >&2
+  exit 1
+fi
+llvm_deb=$(ls "$package_build"/netc-llvm_*.deb 2>/dev/null || true)
+if [[ -n $llvm_deb ]]; then
+  llvm_depends=$(dpkg-deb -f "$llvm_deb" Depends)
+  echo "deb_test: netc-llvm Depends: $llvm_depends"
+  for needed in libllvm19 "netc (= "; do
+    grep -q "$needed" <<<"$llvm_depends" || { echo "deb_test: netc-llvm's Depends lacks $needed" >&2; exit 1; }
+  done
+  dpkg-deb -c "$llvm_deb" | awk '{print $6}' | grep -E 'netc/libnetc-llvm\.so$'
+else
+  echo "deb_test: no netc-llvm package (this build found no LLVM 19)"
+fi
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -62,5 +77,17 @@ if [[ -n $mpi_deb ]] && command -v mpirun >/dev/null; then
   "$work/root/usr/bin/netc" train "$source/examples/mnist.net" --data "$source/tests/fixtures/mnist-slice" \
     --epochs 1 --batch 25 --init xavier --threads 1 --seed 1 --progress none --out "$work/run2" --overwrite --ranks 2 |
     grep -E '^data parallel: 2 ranks'
+fi
+# Without netc-llvm, netc build says what to install; with it, the installed netc builds a library.
+if "$work/root/usr/bin/netc" build "$source/examples/mnist.net" --weights "$work/run/last.safetensors" \
+  -o "$work/lib" 2>"$work/build.err"; then
+  echo "deb_test: netc build succeeded without netc-llvm" >&2
+  exit 1
+fi
+grep -q 'libnetc-llvm.so' "$work/build.err" || { echo "deb_test: netc build's refusal does not name the plugin:" >&2; cat "$work/build.err" >&2; exit 1; }
+if [[ -n $llvm_deb ]]; then
+  dpkg -x "$llvm_deb" "$work/root"
+  "$work/root/usr/bin/netc" build "$source/examples/mnist.net" --weights "$work/run/last.safetensors" -o "$work/lib" --quiet
+  test -s "$work/lib/libmnist.so" || { echo "deb_test: the installed netc-llvm built no library" >&2; exit 1; }
 fi
 echo "deb_test: passed"

@@ -164,6 +164,7 @@ void addCheckCommand(CLI::App &app, int &exitCode);
 void addShowCommand(CLI::App &app, int &exitCode);
 void addFmtCommand(CLI::App &app, int &exitCode);
 void addCompileCommand(CLI::App &app, int &exitCode);
+void addBuildCommand(CLI::App &app, int &exitCode);
 /// `commandLine` (argv) is quoted back in the command that resumes an interrupted run.
 void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
 void addEvalCommand(CLI::App &app, int &exitCode);

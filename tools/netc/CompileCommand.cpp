@@ -1,8 +1,11 @@
-// CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir|plan
+// CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir|plan|llvm
 // [--after=PASS]`: stops after a stage and prints it as deterministic text
 // (golden tests). `plan` is the training plan (`--data-parallel` that of a
-// rank of a data-parallel job), `inference-plan` the forward ops only.
+// rank of a data-parallel job), `inference-plan` the forward ops only, `llvm`
+// the IR `netc build` compiles from the inference plan (weights as zeros),
+// through the LLVM plugin.
 #include "CommandSupport.h"
+#include "api/AotBuild.h"
 
 #include "codegen/Codegen.h"
 
@@ -49,7 +52,7 @@ int runCompile(const CompileArgs &args) {
   } else if (args.emit == "ast") {
     c = compileSource(file, args.compile.options(), Stage::Parse);
     out = dumpAst(c->parse.program, c->file);
-  } else if (args.emit == "plan" || args.emit == "inference-plan") {
+  } else if (args.emit == "plan" || args.emit == "inference-plan" || args.emit == "llvm") {
     c = compileSource(file, args.compile.options());
     if (!c->diags.hasErrors()) {
       plan::PlanOptions options;
@@ -67,7 +70,17 @@ int runCompile(const CompileArgs &args) {
         std::fprintf(stderr, "netc: error: %s\n", built.message().c_str());
         return kInputError;
       }
-      out = plan::printPlan(*built);
+      if (args.emit == "llvm") {
+        auto ir = emitLlvmIr(c->network, *built);
+        if (!ir) {
+          printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
+          std::fprintf(stderr, "netc: error: %s\n", ir.message().c_str());
+          return kInputError;
+        }
+        out = std::move(*ir);
+      } else {
+        out = plan::printPlan(*built);
+      }
     }
   } else {
     Stage stage = args.after == "sema" ? Stage::Sema : Stage::Passes;
@@ -85,8 +98,10 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App *cmd = app.add_subcommand("compile", "Run the compiler up to a stage and print it");
   cmd->add_option("file", args->file, "Net# file")->required();
-  cmd->add_option("--emit", args->emit, "What to print: tokens, ast, ir, plan (training) or inference-plan")
-      ->check(CLI::IsMember({"tokens", "ast", "ir", "plan", "inference-plan"}))
+  cmd->add_option("--emit", args->emit,
+                  "What to print: tokens, ast, ir, plan (training), inference-plan or llvm (the IR "
+                  "of netc build, needs LLVM)")
+      ->check(CLI::IsMember({"tokens", "ast", "ir", "plan", "inference-plan", "llvm"}))
       ->capture_default_str();
   cmd->add_option("--after", args->after, "With --emit=ir: stop after this pass ('sema' or a pass name)");
   cmd->add_option("--data-parallel", args->dataParallel,

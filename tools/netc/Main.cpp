@@ -43,6 +43,7 @@ int main(int argc, char **argv) {
   netc::cli::addShowCommand(app, exitCode);
   netc::cli::addFmtCommand(app, exitCode);
   netc::cli::addCompileCommand(app, exitCode);
+  netc::cli::addBuildCommand(app, exitCode);
   netc::cli::addTrainCommand(app, exitCode, commandLine);
   netc::cli::addEvalCommand(app, exitCode);
   netc::cli::addPredictCommand(app, exitCode);
