@@ -201,16 +201,6 @@ aot::InputNormalizer inputNormalizer(const data::Normalizer &n) {
   return out;
 }
 
-std::vector<aot::InputLayer> inputLayers(const std::vector<std::pair<std::string, int64_t>> &layers) {
-  std::vector<aot::InputLayer> out;
-  int64_t offset = 0;
-  for (const auto &[name, nodes] : layers) {
-    out.push_back({name, offset, nodes});
-    offset += nodes;
-  }
-  return out;
-}
-
 } // namespace
 
 aot::Request aotRequest(const ir::Network &network, const plan::Plan &plan) {
@@ -220,13 +210,16 @@ aot::Request aotRequest(const ir::Network &network, const plan::Plan &plan) {
   request.prefix = aot::cIdentifier(network.name);
   if (request.prefix.empty())
     request.prefix = "net";
-  std::vector<std::pair<std::string, int64_t>> layers;
-  for (int i : network.inputs)
-    layers.emplace_back(network.layers[static_cast<size_t>(i)].name,
-                        network.layers[static_cast<size_t>(i)].nodes);
-  request.inputs = inputLayers(layers);
-  if (network.output >= 0)
+  int64_t offset = 0;
+  for (int i : network.inputs) {
+    const ir::Layer &layer = network.layers[static_cast<size_t>(i)];
+    request.inputs.push_back({layer.name, offset, layer.nodes, layer.shape});
+    offset += layer.nodes;
+  }
+  if (network.output >= 0) {
     request.outputName = network.layers[static_cast<size_t>(network.output)].name;
+    request.outputShape = network.layers[static_cast<size_t>(network.output)].shape;
+  }
   return request;
 }
 
@@ -279,16 +272,11 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
   if (model.plan.parameterArena >= 0 && !parameters.empty())
     model.backend->read(model.plan.parameterArena, parameters);
 
-  aot::Request request;
-  request.plan = &model.plan;
+  aot::Request request = aotRequest(model.network, model.plan);
   request.parameters = parameters;
   request.normalizer = inputNormalizer(model.normalizer);
-  request.network = model.name;
-  request.prefix = settings.name.empty() ? aot::cIdentifier(model.name) : settings.name;
-  if (request.prefix.empty())
-    request.prefix = "net";
-  request.inputs = inputLayers(model.inputLayers);
-  request.outputName = model.outputName;
+  if (!settings.name.empty())
+    request.prefix = settings.name;
   request.target = {settings.target, settings.cpu};
   result.prefix = request.prefix;
 

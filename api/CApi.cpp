@@ -485,6 +485,26 @@ void netc_model_free(netc_model *model) noexcept {
   delete model;
 }
 
+netc_status netc_build_library(const char *net_path, const char *checkpoint_path, const char *out_dir,
+                               const char *name, const char *target, const char *cpu) noexcept {
+  return guard([&] {
+    if (!net_path || !checkpoint_path || !out_dir)
+      return nullArgument("netc_build_library", !net_path          ? "net_path"
+                                                : !checkpoint_path ? "checkpoint_path"
+                                                                   : "out_dir");
+    netc::LibrarySettings settings;
+    settings.outDir = out_dir;
+    settings.name = name ? name : "";
+    settings.target = target ? target : "";
+    settings.cpu = cpu ? cpu : "";
+    netc::LibraryResult built = netc::buildLibrary(net_path, checkpoint_path, settings);
+    if (!built.ok())
+      return fail(built.failure == netc::FailureKind::Usage ? NETC_ERROR_USAGE : NETC_ERROR_INPUT,
+                  failureText(built.diagnostics, built.error));
+    return succeed();
+  });
+}
+
 int64_t netc_model_input_size(const netc_model *model) noexcept {
   return model ? model->model.inputSize() : 0;
 }

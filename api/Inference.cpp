@@ -142,12 +142,7 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   impl->plan = std::move(*plan);
   impl->batch = options.batch;
   impl->name = compiled.network->name();
-  const ir::Network &network = compiled.network->impl().network;
-  for (int i : network.inputs)
-    impl->inputLayers.push_back(
-        {network.layers[static_cast<size_t>(i)].name, network.layers[static_cast<size_t>(i)].nodes});
-  if (network.output >= 0)
-    impl->outputName = network.layers[static_cast<size_t>(network.output)].name;
+  impl->network = compiled.network->impl().network;
   auto setup = backendSetup({options.device, options.backend, options.precision, options.cpuIsa,
                              options.cudaDebug, options.cudaGraphs, options.threads, 0});
   if (!setup) {

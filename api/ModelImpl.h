@@ -1,11 +1,12 @@
 // ModelImpl.h -- the inside of the public netc::Model handle: the inference
 // plan loaded on a backend with a checkpoint's weights, the checkpoint's
-// normaliser, and the network's input and output layers. Shared by Model
+// normaliser, and the checked network. Shared by Model
 // (Inference.cpp) and `netc build` (AotBuild.cpp), which compiles the same
 // plan and weights into a library.
 #pragma once
 
 #include "codegen/Plan.h"
+#include "ir/Network.h"
 #include "netc/Training.h"
 #include "runtime/core/Backend.h"
 #include "runtime/data/Normalizer.h"
@@ -14,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace netc {
@@ -26,9 +26,8 @@ struct Model::Impl {
   std::vector<int64_t> inputShape;
   int64_t batch = 128;
   std::string name;
-  /// The input layers in declaration order (name, nodes), and the output layer.
-  std::vector<std::pair<std::string, int64_t>> inputLayers;
-  std::string outputName;
+  /// The checked network the plan was built from (its layers' names and shapes).
+  ir::Network network;
   std::mutex mutex; // one forward pass at a time on the backend
 };
 

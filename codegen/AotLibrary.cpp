@@ -63,6 +63,26 @@ std::vector<std::string> inputConstantNames(const Request &r) {
   return names;
 }
 
+std::string commentSafe(std::string text) {
+  for (size_t at = text.find("*/"); at != std::string::npos; at = text.find("*/", at))
+    text.replace(at, 2, "* /");
+  for (char &c : text)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  return text;
+}
+
+/// NAME_RANK, NAME_DIM_i and NAME_SHAPE (a brace initialiser) of a layer's shape.
+std::string shapeConstants(const std::string &name, const std::vector<int64_t> &shape) {
+  std::string out = fmt::format("#define {}_RANK {}\n", name, shape.size());
+  std::string list;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    out += fmt::format("#define {}_DIM_{} {}\n", name, d, shape[d]);
+    list += fmt::format("{}{}", d ? ", " : "", shape[d]);
+  }
+  return out + fmt::format("#define {}_SHAPE {{{}}}\n", name, list);
+}
+
 std::string normalizerSentence(const InputNormalizer &n) {
   switch (n.kind) {
   case InputNormalizer::Kind::None: return "none: the network reads the inputs as they are";
@@ -76,7 +96,13 @@ std::string normalizerSentence(const InputNormalizer &n) {
 
 } // namespace
 
-std::string headerText(const Request &r) {
+std::string headerText(const Request &request) {
+  // Names go into C comments: one holding "*/" (a file named so) must not end them.
+  Request r = request;
+  for (std::string *text : {&r.network, &r.outputName})
+    *text = commentSafe(*text);
+  for (InputLayer &input : r.inputs)
+    input.name = commentSafe(input.name);
   const plan::Plan &p = *r.plan;
   const std::string P = upper(r.prefix), guard = P + "_H";
   std::string h;
@@ -94,18 +120,24 @@ std::string headerText(const Request &r) {
                    P, p.outputNodes);
   h += fmt::format("/* The input layers, in order. */\n#define {}_INPUT_COUNT {}\n", P, r.inputs.size());
   const std::vector<std::string> names = inputConstantNames(r);
-  for (size_t i = 0; i < r.inputs.size(); ++i)
-    h += fmt::format("/* input layer '{}' */\n#define {}_INPUT_{}_OFFSET {}\n#define {}_INPUT_{}_SIZE {}\n",
-                     r.inputs[i].name, P, names[i], r.inputs[i].offset, P, names[i], r.inputs[i].size);
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const std::string layer = fmt::format("{}_INPUT_{}", P, names[i]);
+    h += fmt::format("/* input layer '{}' */\n#define {}_OFFSET {}\n#define {}_SIZE {}\n", r.inputs[i].name,
+                     layer, r.inputs[i].offset, layer, r.inputs[i].size);
+    h += shapeConstants(layer, r.inputs[i].shape);
+  }
+  h += fmt::format("/* the shape of output layer '{}' */\n", r.outputName);
+  h += shapeConstants(P + "_OUTPUT", r.outputShape);
   h += fmt::format("/* Bytes of scratch one call uses: on the stack for {0}_infer and\n"
                    " * {0}_infer_normalized, or given (64-byte aligned) to the _with_scratch forms. */\n"
                    "#define {1}_SCRATCH_BYTES {2}\n\n",
                    r.prefix, P, scratchBytes(p));
   h += fmt::format(
       "/* Runs the network on `batch` samples: inputs[batch * {1}_INPUT_SIZE] as the data\n"
-      " * files hold them (the normaliser the checkpoint recorded is applied inside: {2}),\n"
+      " * files hold them, normalised inside as the checkpoint recorded, and\n"
       " * outputs[batch * {1}_OUTPUT_SIZE]. Thread-safe; allocates nothing. Returns 0, or -1\n"
-      " * when batch is negative or a pointer is null (batch 0 does nothing). */\n"
+      " * when batch is negative or a pointer is null (batch 0 does nothing).\n"
+      " * The normaliser: {2}. */\n"
       "int {0}_infer(const float *inputs, float *outputs, int batch);\n"
       "/* The same on inputs already normalised (the network's own input values). */\n"
       "int {0}_infer_normalized(const float *inputs, float *outputs, int batch);\n"

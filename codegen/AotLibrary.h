@@ -31,6 +31,7 @@ struct InputNormalizer {
 struct InputLayer {
   std::string name;
   int64_t offset = 0, size = 0;
+  std::vector<int64_t> shape;
 };
 
 /// Where the code runs.
@@ -50,6 +51,7 @@ struct Request {
   std::string network; ///< the network's name, for comments
   std::vector<InputLayer> inputs;
   std::string outputName;
+  std::vector<int64_t> outputShape;
   Target target;
 };
 

@@ -3,12 +3,15 @@
 // Plan's index tables, dummy cells skipped, the first maximal cell, response
 // normalization's divisor), with the loops over a network's shapes as
 // constants. Dense and convolution ops keep up to kBlock outputs in
-// registers while one input vector is loaded; the one-sample form marks its
-// dot products reassociable so that LLVM vectorises them along the inputs.
+// registers while one input vector is loaded. In the one-sample form a dense
+// op's dot products are reassociable, so that LLVM vectorises them along the
+// inputs, and a convolution works on a vector of positions (consecutive
+// sources) or of maps (scattered ones).
 #include "codegen/llvm/EmitModule.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace netc::aot {
@@ -17,6 +20,10 @@ namespace {
 
 /// Outputs computed together by dense and convolution ops.
 constexpr int64_t kBlock = 8;
+/// Maps a one-sample convolution sums at once (each a vector of positions).
+constexpr int64_t kMapsPerPass = 16;
+/// Independent sums per map in the one-sample convolution along maps.
+constexpr int64_t kChains = 4;
 
 /// body(first, size) over [0, count) in blocks of at most `block`: a loop
 /// over the full blocks, then the rest.
@@ -136,6 +143,180 @@ void emitConvolution(LaneBuilder &lb, const plan::Op &op, const BufferAddress &a
                       lb.loadInt(scatter, at));
         }
       });
+    });
+  });
+}
+
+/// The one-sample form along maps (MapMajorKernels), for convolutions whose
+/// sources are scattered (strides above 1): per position, each source value
+/// loaded once and multiplied into a vector of maps. Cells k, k + kChains,
+/// ... go into sum k mod kChains: independent chains of multiply-adds the
+/// processor overlaps, added together at the end.
+void emitConvolutionByMaps(LaneBuilder &lb, const plan::Op &op, const BufferAddress &address,
+                           const MapMajorKernels &mm) {
+  auto &b = lb.ir();
+  const auto &a = op.get<plan::ConvAttrs>();
+  llvm::Value *x = address(op.in[0]), *gather = address(op.in[2]), *scatter = address(op.in[3]),
+              *y = address(op.out[0]);
+  const int64_t G = a.groups, P = a.positions, W = a.window, V = mm.width, blocks = mm.paddedMaps / V;
+  const int64_t chains = std::min<int64_t>(kChains, W);
+  auto *vector = llvm::FixedVectorType::get(lb.floatType(), static_cast<unsigned>(V));
+  const llvm::Align align(static_cast<uint64_t>(std::min<int64_t>(4 * V, 64)));
+  auto loadVector = [&](llvm::Value *array, llvm::Value *at) {
+    return b.CreateAlignedLoad(vector, b.CreateGEP(lb.floatType(), array, at), align);
+  };
+  lb.loop(G, [&](llvm::Value *u) {
+    lb.loop(P, [&](llvm::Value *p) {
+      auto acc = slots(lb, blocks * chains, vector, "maps");
+      auto sumOf = [&](int64_t blk, int64_t chain) { return acc[static_cast<size_t>(blk * chains + chain)]; };
+      llvm::Value *biasRow = b.CreateMul(u, lb.index(mm.paddedMaps), "", true, true);
+      for (int64_t blk = 0; blk < blocks; ++blk)
+        for (int64_t chain = 0; chain < chains; ++chain) {
+          llvm::Value *start =
+              chain == 0 ? static_cast<llvm::Value *>(
+                               loadVector(mm.bias, b.CreateAdd(biasRow, lb.index(blk * V), "", true, true)))
+                         : llvm::Constant::getNullValue(vector);
+          b.CreateStore(start, sumOf(blk, chain));
+        }
+      llvm::Value *cells =
+          b.CreateMul(b.CreateAdd(b.CreateMul(u, lb.index(P), "", true, true), p, "", true, true),
+                      lb.index(W), "", true, true);
+      llvm::Value *kernelRows = b.CreateMul(u, lb.index(W), "", true, true);
+      // Cell k into chain `chain`; a dummy cell reads a constant 0 (a select:
+      // padding makes a branch unpredictable).
+      auto cell = [&](llvm::Value *k, int64_t chain) {
+        llvm::Value *source = lb.loadInt(gather, b.CreateAdd(cells, k, "", true, true));
+        llvm::Value *from = b.CreateGEP(lb.floatType(), x, source);
+        if (a.padded)
+          from = b.CreateSelect(b.CreateICmpSGE(source, lb.index(0)), from, mm.zero);
+        llvm::Value *xv = b.CreateVectorSplat(static_cast<unsigned>(V),
+                                              b.CreateAlignedLoad(lb.floatType(), from, llvm::Align(4)));
+        llvm::Value *row =
+            b.CreateMul(b.CreateAdd(kernelRows, k, "", true, true), lb.index(mm.paddedMaps), "", true, true);
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          llvm::Value *w = loadVector(mm.weights, b.CreateAdd(row, lb.index(blk * V), "", true, true));
+          llvm::Value *sum = b.CreateLoad(vector, sumOf(blk, chain));
+          b.CreateStore(lb.mulAdd(w, xv, sum), sumOf(blk, chain));
+        }
+      };
+      lb.loop(
+          W / chains,
+          [&](llvm::Value *step) {
+            llvm::Value *first = b.CreateMul(step, lb.index(chains), "", true, true);
+            for (int64_t chain = 0; chain < chains; ++chain)
+              cell(b.CreateAdd(first, lb.index(chain), "", true, true), chain);
+          },
+          /*vectorize=*/false);
+      for (int64_t k = W / chains * chains; k < W; ++k)
+        cell(lb.index(k), k % chains);
+      std::vector<llvm::Value *> total;
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        llvm::Value *sum = b.CreateLoad(vector, sumOf(blk, 0));
+        for (int64_t chain = 1; chain < chains; ++chain)
+          sum = b.CreateFAdd(sum, b.CreateLoad(vector, sumOf(blk, chain)));
+        total.push_back(sum);
+      }
+      for (int64_t m = 0; m < a.maps; ++m) {
+        llvm::Value *value =
+            b.CreateExtractElement(total[static_cast<size_t>(m / V)], static_cast<uint64_t>(m % V));
+        llvm::Value *kernel = b.CreateAdd(lb.index(m * G), u, "", true, true);
+        llvm::Value *at = b.CreateAdd(b.CreateMul(kernel, lb.index(P), "", true, true), p, "", true, true);
+        storeResult(lb, op, value, y, lb.loadInt(scatter, at));
+      }
+    });
+  });
+}
+
+/// The one-sample form (PositionBlocks): a vector of positions at a time,
+/// each cell's sources loaded once -- one vector load where they are
+/// consecutive (a row of a stride-1 convolution), a gather elsewhere, dummy
+/// cells 0 -- and multiplied into up to kMapsPerPass maps' sums.
+void emitConvolutionByPositions(LaneBuilder &lb, const plan::Op &op, const BufferAddress &address,
+                                const PositionBlocks &pb) {
+  auto &b = lb.ir();
+  const auto &a = op.get<plan::ConvAttrs>();
+  llvm::Value *x = address(op.in[0]), *w = address(op.in[1]), *scatter = address(op.in[3]),
+              *bias = address(op.in[4]), *y = address(op.out[0]);
+  const int64_t G = a.groups, P = a.positions, W = a.window, V = pb.width;
+  const auto lanes = static_cast<unsigned>(V);
+  auto *vector = llvm::FixedVectorType::get(lb.floatType(), lanes);
+  auto *indices = llvm::FixedVectorType::get(b.getInt32Ty(), lanes);
+  std::vector<llvm::Constant *> iota;
+  for (int64_t j = 0; j < V; ++j)
+    iota.push_back(b.getInt32(static_cast<uint32_t>(j)));
+  llvm::Value *laneNumbers = llvm::ConstantVector::get(iota);
+  llvm::Value *zero = llvm::Constant::getNullValue(vector);
+  lb.loop(G, [&](llvm::Value *u) {
+    lb.loop(pb.blocks, [&](llvm::Value *blk) {
+      llvm::Value *first = lb.loadInt(pb.first, blk), *count = lb.loadInt(pb.count, blk);
+      llvm::Value *used =
+          b.CreateICmpSLT(laneNumbers, b.CreateVectorSplat(lanes, b.CreateTrunc(count, b.getInt32Ty())));
+      llvm::Value *cellRows =
+          b.CreateMul(b.CreateAdd(b.CreateMul(u, lb.index(pb.blocks), "", true, true), blk, "", true, true),
+                      lb.index(W), "", true, true);
+      for (int64_t m0 = 0; m0 < a.maps; m0 += kMapsPerPass) {
+        const int64_t size = std::min(kMapsPerPass, a.maps - m0);
+        std::vector<llvm::Value *> kernel;
+        for (int64_t r = 0; r < size; ++r)
+          kernel.push_back(b.CreateAdd(lb.index((m0 + r) * G), u, "", true, true));
+        auto acc = slots(lb, size, vector, "positions");
+        for (int64_t r = 0; r < size; ++r)
+          b.CreateStore(b.CreateVectorSplat(lanes, lb.loadFloat(bias, kernel[static_cast<size_t>(r)])),
+                        acc[static_cast<size_t>(r)]);
+        llvm::AllocaInst *sources = lb.slot(vector, "sources");
+        lb.loop(
+            W,
+            [&](llvm::Value *k) {
+              llvm::Value *row = b.CreateAdd(cellRows, k, "", true, true);
+              llvm::Value *start = lb.loadInt(pb.starts, row);
+              lb.when(b.CreateICmpSGE(start, lb.index(0)), [&] {
+                b.CreateStore(b.CreateMaskedLoad(vector, b.CreateGEP(lb.floatType(), x, start),
+                                                 llvm::Align(4), used, zero),
+                              sources);
+              });
+              lb.when(b.CreateICmpSLT(start, lb.index(0)), [&] {
+                llvm::Value *at = b.CreateMul(row, lb.index(V), "", true, true);
+                llvm::Value *cells =
+                    b.CreateAlignedLoad(indices, b.CreateGEP(b.getInt32Ty(), pb.cells, at), llvm::Align(4));
+                llvm::Value *real = b.CreateICmpSGE(cells, llvm::Constant::getNullValue(indices));
+                llvm::Value *from =
+                    b.CreateGEP(lb.floatType(), x,
+                                b.CreateSExt(cells, llvm::FixedVectorType::get(b.getInt64Ty(), lanes)));
+                b.CreateStore(b.CreateMaskedGather(vector, from, llvm::Align(4), real, zero), sources);
+              });
+              llvm::Value *xv = b.CreateLoad(vector, sources);
+              for (int64_t r = 0; r < size; ++r) {
+                llvm::Value *cell =
+                    b.CreateAdd(b.CreateMul(kernel[static_cast<size_t>(r)], lb.index(W), "", true, true), k,
+                                "", true, true);
+                llvm::Value *sum = b.CreateLoad(vector, acc[static_cast<size_t>(r)]);
+                b.CreateStore(lb.mulAdd(b.CreateVectorSplat(lanes, lb.loadFloat(w, cell)), xv, sum),
+                              acc[static_cast<size_t>(r)]);
+              }
+            },
+            /*vectorize=*/false);
+        // The sums to memory once, then each used lane to its output node.
+        auto *sumsType = llvm::ArrayType::get(vector, static_cast<uint64_t>(size));
+        llvm::AllocaInst *sums = lb.slot(sumsType, "sums");
+        for (int64_t r = 0; r < size; ++r)
+          b.CreateStore(b.CreateLoad(vector, acc[static_cast<size_t>(r)]),
+                        b.CreateConstInBoundsGEP2_64(sumsType, sums, 0, static_cast<uint64_t>(r)));
+        lb.loop(
+            lb.index(0), count,
+            [&](llvm::Value *j) {
+              llvm::Value *position = b.CreateAdd(first, j, "", true, true);
+              for (int64_t r = 0; r < size; ++r) {
+                llvm::Value *lane =
+                    b.CreateGEP(lb.floatType(), sums, b.CreateAdd(lb.index(r * V), j, "", true, true));
+                llvm::Value *value = b.CreateAlignedLoad(lb.floatType(), lane, llvm::Align(4));
+                llvm::Value *at =
+                    b.CreateAdd(b.CreateMul(kernel[static_cast<size_t>(r)], lb.index(P), "", true, true),
+                                position, "", true, true);
+                storeResult(lb, op, value, y, lb.loadInt(scatter, at));
+              }
+            },
+            /*vectorize=*/false);
+      }
     });
   });
 }
@@ -266,7 +447,7 @@ void emitActivate(LaneBuilder &lb, const plan::Op &op, const BufferAddress &addr
 } // namespace
 
 Status emitForwardOp(LaneBuilder &lb, const plan::Plan &plan, const plan::Op &op,
-                     const BufferAddress &address) {
+                     const BufferAddress &address, const OneSampleConvolution *oneSample) {
   auto &b = lb.ir();
   switch (op.kind) {
   case plan::OpKind::SliceInput: {
@@ -279,7 +460,14 @@ Status emitForwardOp(LaneBuilder &lb, const plan::Plan &plan, const plan::Op &op
   }
   case plan::OpKind::Dense: emitDense(lb, op, address); return Status::success();
   case plan::OpKind::Sparse: emitSparse(lb, op, address); return Status::success();
-  case plan::OpKind::Convolution: emitConvolution(lb, op, address); return Status::success();
+  case plan::OpKind::Convolution:
+    if (lb.lanes() == 1 && oneSample && oneSample->byPositions)
+      emitConvolutionByPositions(lb, op, address, *oneSample->byPositions);
+    else if (lb.lanes() == 1 && oneSample && oneSample->byMaps)
+      emitConvolutionByMaps(lb, op, address, *oneSample->byMaps);
+    else
+      emitConvolution(lb, op, address);
+    return Status::success();
   case plan::OpKind::MaxPool: emitMaxPool(lb, op, address); return Status::success();
   case plan::OpKind::MeanPool: emitMeanPool(lb, op, address); return Status::success();
   case plan::OpKind::ResponseNorm: emitResponseNorm(lb, op, address); return Status::success();

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 namespace netc::aot {
 
 namespace {
@@ -79,10 +81,117 @@ private:
       tables_[i] = constant(llvm::ConstantDataArray::get(ctx(), llvm::ArrayRef<int32_t>(values)),
                             "table." + std::to_string(i));
     }
+    // The one-sample form of each convolution: along positions where at
+    // least half of the blocks' cells have consecutive sources (one vector
+    // load each), else along maps.
+    oneSample_.assign(p_.ops.size(), {});
+    for (size_t i = p_.stepBegin; i < p_.forwardEnd; ++i) {
+      if (p_.ops[i].kind != plan::OpKind::Convolution)
+        continue;
+      const std::string name = fmt::format("op.{}", i);
+      const auto &a = p_.ops[i].get<plan::ConvAttrs>();
+      int64_t consecutive = 0;
+      const PositionBlocks counted = positionBlocks(p_.ops[i], name, consecutive, /*emit=*/false);
+      if (2 * consecutive >= a.groups * counted.blocks * a.window)
+        oneSample_[i].byPositions = positionBlocks(p_.ops[i], name, consecutive, /*emit=*/true);
+      else
+        oneSample_[i].byMaps = mapMajorKernels(p_.ops[i], name);
+    }
     if (r_.normalizer.kind == InputNormalizer::Kind::Affine) {
       normOffset_ = floats(r_.normalizer.offset, p_.featureCount, "normalizer.offset");
       normScale_ = floats(r_.normalizer.scale, p_.featureCount, "normalizer.scale");
     }
+  }
+
+  /// The vector width of the one-sample form: the lanes of the batched one.
+  int64_t vectorWidth() const { return lanes_ > 1 ? lanes_ : 8; }
+
+  /// The position blocks of convolution `op`; `consecutiveRows` counts the
+  /// (group, block, cell) rows whose sources are consecutive. Its tables
+  /// are made only when `emit`.
+  PositionBlocks positionBlocks(const plan::Op &op, const std::string &name, int64_t &consecutiveRows,
+                                bool emit) {
+    consecutiveRows = 0;
+    const auto &a = op.get<plan::ConvAttrs>();
+    PositionBlocks pb;
+    pb.width = lanes_ > 1 ? lanes_ : 8;
+    // A row: the positions along the last shared dimension.
+    int64_t row = 1;
+    for (const plan::WindowDim &d : a.dims)
+      if (d.shared)
+        row = d.count;
+    std::vector<int32_t> first, count;
+    for (int64_t start = 0; start < a.positions; start += row)
+      for (int64_t p = start; p < std::min(start + row, a.positions); p += pb.width) {
+        first.push_back(static_cast<int32_t>(p));
+        count.push_back(static_cast<int32_t>(std::min({pb.width, start + row - p, a.positions - p})));
+      }
+    pb.blocks = static_cast<int64_t>(first.size());
+    const std::vector<int32_t> &gather = p_.buffers[static_cast<size_t>(op.in[2])].table;
+    std::vector<int32_t> cells(static_cast<size_t>(a.groups * pb.blocks * a.window * pb.width), -1);
+    std::vector<int32_t> starts(static_cast<size_t>(a.groups * pb.blocks * a.window), -1);
+    for (int64_t u = 0; u < a.groups; ++u)
+      for (int64_t blk = 0; blk < pb.blocks; ++blk)
+        for (int64_t k = 0; k < a.window; ++k) {
+          const int64_t row = (u * pb.blocks + blk) * a.window + k;
+          bool consecutive = true;
+          for (int64_t j = 0; j < count[static_cast<size_t>(blk)]; ++j) {
+            const auto from =
+                static_cast<size_t>((u * a.positions + first[static_cast<size_t>(blk)] + j) * a.window + k);
+            const int32_t source = from < gather.size() ? gather[from] : -1;
+            cells[static_cast<size_t>(row * pb.width + j)] = source;
+            consecutive =
+                consecutive && source >= 0 && source == cells[static_cast<size_t>(row * pb.width)] + j;
+          }
+          if (consecutive) {
+            starts[static_cast<size_t>(row)] = cells[static_cast<size_t>(row * pb.width)];
+            ++consecutiveRows;
+          }
+        }
+    if (!emit)
+      return pb;
+    auto table = [&](const std::vector<int32_t> &values, const std::string &what) {
+      auto *g =
+          constant(llvm::ConstantDataArray::get(ctx(), llvm::ArrayRef<int32_t>(values)), name + "." + what);
+      g->setAlignment(llvm::Align(64));
+      return g;
+    };
+    pb.cells = table(cells, "position-cells");
+    pb.starts = table(starts, "position-starts");
+    pb.first = table(first, "position-first");
+    pb.count = table(count, "position-count");
+    return pb;
+  }
+
+  MapMajorKernels mapMajorKernels(const plan::Op &op, const std::string &name) {
+    const auto &a = op.get<plan::ConvAttrs>();
+    MapMajorKernels mm;
+    mm.width = lanes_ > 1 ? lanes_ : 8;
+    mm.paddedMaps = (a.maps + mm.width - 1) / mm.width * mm.width;
+    std::vector<float> weights, bias;
+    if (!r_.parameters.empty()) {
+      const float *w = r_.parameters.data() + p_.buffers[static_cast<size_t>(op.in[1])].viewOffset;
+      const float *b = r_.parameters.data() + p_.buffers[static_cast<size_t>(op.in[4])].viewOffset;
+      weights.assign(static_cast<size_t>(a.groups * a.window * mm.paddedMaps), 0.0f);
+      bias.assign(static_cast<size_t>(a.groups * mm.paddedMaps), 0.0f);
+      for (int64_t u = 0; u < a.groups; ++u)
+        for (int64_t m = 0; m < a.maps; ++m) {
+          const int64_t kernel = m * a.groups + u;
+          bias[static_cast<size_t>(u * mm.paddedMaps + m)] = b[kernel];
+          for (int64_t k = 0; k < a.window; ++k)
+            weights[static_cast<size_t>((u * a.window + k) * mm.paddedMaps + m)] = w[kernel * a.window + k];
+        }
+    }
+    auto *wg = floats(weights, a.groups * a.window * mm.paddedMaps, name + ".map-major-weights");
+    auto *bg = floats(bias, a.groups * mm.paddedMaps, name + ".map-major-bias");
+    wg->setAlignment(llvm::Align(64));
+    bg->setAlignment(llvm::Align(64));
+    mm.weights = wg;
+    mm.bias = bg;
+    if (!zero_)
+      zero_ = constant(llvm::ConstantFP::get(f32(), 0.0), "zero");
+    mm.zero = zero_;
+    return mm;
   }
 
   /// The floats of the activation arena for `lanes` samples; the features follow.
@@ -111,7 +220,7 @@ private:
       return b_.CreateConstInBoundsGEP1_64(f32(), parameters_, static_cast<uint64_t>(buf.viewOffset));
     };
     for (size_t i = p_.stepBegin; i < p_.forwardEnd; ++i)
-      if (Status s = emitForwardOp(lb, p_, p_.ops[i], address); !s)
+      if (Status s = emitForwardOp(lb, p_, p_.ops[i], address, &oneSample_[i]); !s)
         return fail(s.message());
     b_.CreateRetVoid();
     return f;
@@ -231,6 +340,8 @@ private:
   llvm::Value *parameters_ = nullptr;
   std::vector<llvm::GlobalVariable *> tables_;
   llvm::GlobalVariable *normOffset_ = nullptr, *normScale_ = nullptr;
+  std::vector<OneSampleConvolution> oneSample_; // by op index
+  llvm::GlobalVariable *zero_ = nullptr;
 };
 
 } // namespace

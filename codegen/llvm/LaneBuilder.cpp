@@ -3,6 +3,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
@@ -47,7 +48,8 @@ llvm::Value *LaneBuilder::loadInt(llvm::Value *array, llvm::Value *i) {
   return b_.CreateSExt(v, b_.getInt64Ty());
 }
 
-void LaneBuilder::loop(llvm::Value *begin, llvm::Value *end, const std::function<void(llvm::Value *)> &body) {
+void LaneBuilder::loop(llvm::Value *begin, llvm::Value *end, const std::function<void(llvm::Value *)> &body,
+                       bool vectorize) {
   llvm::BasicBlock *before = b_.GetInsertBlock();
   llvm::Function *f = before->getParent();
   auto *head = llvm::BasicBlock::Create(context(), "loop", f);
@@ -62,7 +64,17 @@ void LaneBuilder::loop(llvm::Value *begin, llvm::Value *end, const std::function
   body(i);
   llvm::Value *next = b_.CreateAdd(i, index(1), "", true, true);
   i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateBr(head);
+  llvm::BranchInst *latch = b_.CreateBr(head);
+  if (!vectorize) {
+    // !{self, !{"llvm.loop.vectorize.width", 1}}: LoopVectorize's "do not".
+    llvm::LLVMContext &c = context();
+    llvm::Metadata *width[] = {llvm::MDString::get(c, "llvm.loop.vectorize.width"),
+                               llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+    llvm::Metadata *parts[] = {nullptr, llvm::MDNode::get(c, width)};
+    llvm::MDNode *id = llvm::MDNode::getDistinct(c, parts);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
   b_.SetInsertPoint(after);
 }
 

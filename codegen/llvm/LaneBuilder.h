@@ -45,9 +45,13 @@ public:
   llvm::Value *loadInt(llvm::Value *array, llvm::Value *i); // sign-extended to i64
 
   /// body(i) for i in [begin, end) (i64 values), one basic block chain.
-  void loop(llvm::Value *begin, llvm::Value *end, const std::function<void(llvm::Value *)> &body);
-  void loop(int64_t count, const std::function<void(llvm::Value *)> &body) {
-    loop(index(0), index(count), body);
+  /// `vectorize` false: a loop whose body is vector code already, which
+  /// LLVM's loop vectoriser must leave alone (it would widen it again, with
+  /// gathers).
+  void loop(llvm::Value *begin, llvm::Value *end, const std::function<void(llvm::Value *)> &body,
+            bool vectorize = true);
+  void loop(int64_t count, const std::function<void(llvm::Value *)> &body, bool vectorize = true) {
+    loop(index(0), index(count), body, vectorize);
   }
   /// then() when `condition` holds.
   void when(llvm::Value *condition, const std::function<void()> &then);

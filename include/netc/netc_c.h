@@ -166,6 +166,16 @@ typedef struct netc_model netc_model;
 NETC_C_API netc_status netc_model_load(const char *net_path, const char *checkpoint_path,
                                        netc_model **out) NETC_NOEXCEPT;
 NETC_C_API void netc_model_free(netc_model *model) NETC_NOEXCEPT;
+/** `netc build`: compiles `net_path` with the weights and normalizer of
+ * `checkpoint_path` into a native inference library in folder `out_dir`
+ * (PREFIX.h, libPREFIX.so, libPREFIX.a, PREFIX.o, README.md; docs/codegen.md).
+ * `name` (the symbols' prefix), `target` (an LLVM triple) and `cpu` may be
+ * NULL or "" for the defaults: the network's name, this machine. Needs
+ * netc's LLVM plugin (libnetc-llvm.so); fails with NETC_ERROR_INPUT or
+ * NETC_ERROR_USAGE and a message, leaving no file of the library behind. */
+NETC_C_API netc_status netc_build_library(const char *net_path, const char *checkpoint_path,
+                                          const char *out_dir, const char *name, const char *target,
+                                          const char *cpu) NETC_NOEXCEPT;
 /** Features per sample (e.g. 784), or 0 for a NULL model. */
 NETC_C_API int64_t netc_model_input_size(const netc_model *model) NETC_NOEXCEPT;
 /** Outputs per sample (e.g. 10), or 0 for a NULL model. */
