@@ -78,13 +78,7 @@ if [[ -n $mpi_deb ]] && command -v mpirun >/dev/null; then
     --epochs 1 --batch 25 --init xavier --threads 1 --seed 1 --progress none --out "$work/run2" --overwrite --ranks 2 |
     grep -E '^data parallel: 2 ranks'
 fi
-# Without netc-llvm, netc build says what to install; with it, the installed netc builds a library.
-if "$work/root/usr/bin/netc" build "$source/examples/mnist.net" --weights "$work/run/last.safetensors" \
-  -o "$work/lib" 2>"$work/build.err"; then
-  echo "deb_test: netc build succeeded without netc-llvm" >&2
-  exit 1
-fi
-grep -q 'libnetc-llvm.so' "$work/build.err" || { echo "deb_test: netc build's refusal does not name the plugin:" >&2; cat "$work/build.err" >&2; exit 1; }
+# With netc-llvm unpacked next to it, the installed netc builds a library.
 if [[ -n $llvm_deb ]]; then
   dpkg -x "$llvm_deb" "$work/root"
   "$work/root/usr/bin/netc" build "$source/examples/mnist.net" --weights "$work/run/last.safetensors" -o "$work/lib" --quiet
