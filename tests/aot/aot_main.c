@@ -6,6 +6,7 @@
  * -DAOT(x)=PREFIX_##x by the test. */
 #include AOT_HEADER
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,46 @@ static float *readFloats(const char *path, long *count) {
   return data;
 }
 
+/* "threads": the entry point called from 4 threads at once, each on all the
+ * samples with its own outputs; every thread's outputs must be the bits of
+ * a call alone (thread safety: no state shared between calls). */
+enum { kThreads = 4 };
+struct Job {
+  const float *in;
+  float *out;
+  int samples, status;
+};
+static void *runJob(void *arg) {
+  struct Job *job = arg;
+  int round;
+  for (round = 0; round < 20 && job->status == 0; ++round)
+    job->status = CALL(_infer)(job->in, job->out, job->samples);
+  return NULL;
+}
+static int inThreads(const float *in, float *out, int samples) {
+  struct Job jobs[kThreads];
+  pthread_t threads[kThreads];
+  size_t bytes = (size_t)samples * CONST(_OUTPUT_SIZE) * sizeof(float);
+  int t, status = CALL(_infer)(in, out, samples);
+  for (t = 0; t < kThreads; ++t) {
+    jobs[t].in = in;
+    jobs[t].out = malloc(bytes + 1);
+    jobs[t].samples = samples;
+    jobs[t].status = jobs[t].out ? 0 : -1;
+    if (pthread_create(&threads[t], NULL, runJob, &jobs[t]) != 0)
+      return -1;
+  }
+  for (t = 0; t < kThreads; ++t) {
+    pthread_join(threads[t], NULL);
+    if (jobs[t].status != 0 || memcmp(jobs[t].out, out, bytes) != 0) {
+      fprintf(stderr, "thread %d: status %d, or outputs that differ from a call alone\n", t, jobs[t].status);
+      status = -1;
+    }
+    free(jobs[t].out);
+  }
+  return status;
+}
+
 int main(int argc, char **argv) {
   long count = 0, samples;
   float *in, *out;
@@ -44,7 +85,8 @@ int main(int argc, char **argv) {
   int status = 0;
   FILE *f;
   if (argc != 4) {
-    fprintf(stderr, "usage: %s infer|normalized|scratch|scratch-normalized INPUTS.f32 OUTPUTS.f32\n", argv[0]);
+    fprintf(stderr, "usage: %s infer|normalized|scratch|scratch-normalized|threads INPUTS.f32 OUTPUTS.f32\n",
+            argv[0]);
     return 2;
   }
   in = readFloats(argv[2], &count);
@@ -64,6 +106,8 @@ int main(int argc, char **argv) {
     status = CALL(_infer_normalized)(in, out, (int)samples);
   else if (strcmp(argv[1], "scratch") == 0)
     status = CALL(_infer_with_scratch)(in, out, (int)samples, scratch);
+  else if (strcmp(argv[1], "threads") == 0)
+    status = inThreads(in, out, (int)samples);
   else if (strcmp(argv[1], "scratch-normalized") == 0)
     status = CALL(_infer_normalized_with_scratch)(in, out, (int)samples, scratch);
   else

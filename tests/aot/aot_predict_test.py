@@ -11,8 +11,9 @@ max(|predict|, 1e-3 * the sample's largest |output|, 1e-2 * the batch's
 largest |output|, 0.1): relative, except for values near zero, whose rounding
 is that of the sums they come from (a regression's output near 0 is the
 difference of terms near 1, so it is held to 1e-6 absolute); that the _normalized entry
-point on inputs normalised here with the checkpoint's recorded values, and the
-_with_scratch forms, give the same bits as PREFIX_infer; and that the static
+point on inputs normalised here with the checkpoint's recorded values, the
+_with_scratch forms, and PREFIX_infer called from 4 threads at once give the
+same bits as PREFIX_infer; and that the static
 library gives the same bits as the shared one.
 
 Usage: aot_predict_test.py --netc NETC --cc CC --work DIR (--net FILE | --corpus NAME --corpus-file H)
@@ -114,8 +115,8 @@ def main():
     defs = ['-DAOT_HEADER="aot.h"', "-DAOT_PREFIX=aot", "-DAOT_UPPER=AOT"]
     common = [args.cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-x", "c",
               os.path.join(HERE, "aot_main.c"), "-x", "none", "-I", w("lib")] + defs
-    run(common + ["-L", w("lib"), "-laot", "-lm", "-Wl,-rpath," + w("lib"), "-o", w("shared")])
-    run(common + [w("lib", "libaot.a"), "-lm", "-o", w("static")])
+    run(common + ["-L", w("lib"), "-laot", "-lm", "-pthread", "-Wl,-rpath," + w("lib"), "-o", w("shared")])
+    run(common + [w("lib", "libaot.a"), "-lm", "-pthread", "-o", w("static")])
 
     # Random raw inputs: 37 samples (two whole vectors of lanes and a remainder).
     samples = 37
@@ -154,6 +155,7 @@ def main():
     x.astype(np.float32).tofile(w("normalized.f32"))
     for program, mode, inputs in [("shared", "normalized", w("normalized.f32")), ("shared", "scratch", w("in.f32")),
                                   ("shared", "scratch-normalized", w("normalized.f32")),
+                                  ("shared", "threads", w("in.f32")),
                                   ("static", "infer", w("in.f32"))]:
         other = library(program, mode, inputs)
         if not np.array_equal(other.view(np.uint32), got.view(np.uint32)):
