@@ -488,8 +488,10 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   /* The same checkpoint as a native library (netc build). */
   char lib[4096];
   snprintf(lib, sizeof lib, "%s/capi-library", workDir);
-  CHECK_FAILS(netc_build_library(net, checkpoint, NULL, NULL, NULL, NULL), NETC_ERROR_INVALID_ARGUMENT, "out_dir");
-  CHECK_FAILS(netc_build_library(net, checkpoint, lib, "9lives", NULL, NULL), NETC_ERROR_USAGE, "C identifier");
+  CHECK_FAILS(netc_build_library(net, checkpoint, NULL, NULL, NULL, NULL), NETC_ERROR_INVALID_ARGUMENT,
+              "out_dir");
+  CHECK_FAILS(netc_build_library(net, checkpoint, lib, "9lives", NULL, NULL), NETC_ERROR_USAGE,
+              "C identifier");
 #ifdef NETC_TEST_HAVE_LLVM
   CHECK(netc_build_library(net, checkpoint, lib, "capi_digits", NULL, "") == NETC_OK);
   char header[4200];
@@ -499,7 +501,8 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   if (h)
     fclose(h);
 #else
-  CHECK_FAILS(netc_build_library(net, checkpoint, lib, NULL, NULL, NULL), NETC_ERROR_INPUT, "libnetc-llvm.so");
+  CHECK_FAILS(netc_build_library(net, checkpoint, lib, NULL, NULL, NULL), NETC_ERROR_INPUT,
+              "libnetc-llvm.so");
 #endif
 }
 
