@@ -283,8 +283,7 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
   const auto started = std::chrono::steady_clock::now();
   aot::Output object;
   if (!plugin->compileObject(&request, &object))
-    return refuse(object.error.rfind("--", 0) == 0 ? FailureKind::Usage : FailureKind::Input,
-                  "netc build: " + object.error);
+    return refuse(object.usage ? FailureKind::Usage : FailureKind::Input, "netc build: " + object.error);
   result.triple = object.triple;
   result.cpu = object.cpu;
   const std::string P = request.prefix;
@@ -298,16 +297,14 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
   if (!staging)
     return refuse(FailureKind::Input, "netc build: " + staging.message());
   const fs::path &dir = staging->path();
+  const std::string header = aot::headerText(request),
+                    readme = aot::readmeText(request, libraryFile, archiveFile, objectFile, result.triple);
+  using FileBytes = std::pair<std::string, const std::string *>;
   for (const auto &[file, bytes] :
-       {std::pair{objectFile, &object.bytes}, std::pair{archiveFile, &archive.bytes}})
+       {FileBytes{objectFile, &object.bytes}, FileBytes{archiveFile, &archive.bytes},
+        FileBytes{headerFile, &header}, FileBytes{readmeFile, &readme}})
     if (Status s = writeFile(dir / file, *bytes); !s)
       return refuse(FailureKind::Input, "netc build: " + s.message());
-  if (Status s = writeFile(dir / headerFile, aot::headerText(request)); !s)
-    return refuse(FailureKind::Input, "netc build: " + s.message());
-  if (Status s = writeFile(dir / readmeFile,
-                           aot::readmeText(request, libraryFile, archiveFile, objectFile, result.triple));
-      !s)
-    return refuse(FailureKind::Input, "netc build: " + s.message());
 
   // The shared library: the host's C compiler driver for this machine's
   // target, LLVM's own linker for another (no cross toolchain needed: the

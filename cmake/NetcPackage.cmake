@@ -49,7 +49,7 @@ endif()
 if(TARGET netc_codegen_llvm)
   list(APPEND CPACK_COMPONENTS_ALL llvm)
   set(CPACK_DEBIAN_LLVM_PACKAGE_NAME netc-llvm)
-  set(CPACK_DEBIAN_LLVM_PACKAGE_DEPENDS "netc (= ${PROJECT_VERSION}), libllvm19, gcc | clang, lld-19")
+  set(CPACK_DEBIAN_LLVM_PACKAGE_DEPENDS "netc (= ${PROJECT_VERSION}), gcc | clang, lld-19") # libllvm19: dpkg-shlibdeps
   set(CPACK_DEBIAN_LLVM_PACKAGE_SECTION science)
   set(CPACK_COMPONENT_LLVM_DESCRIPTION
       "The LLVM code generator of netc: netc build compiles a trained network into a native inference library "

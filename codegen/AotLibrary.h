@@ -79,8 +79,8 @@ std::string readmeText(const Request &request, const std::string &libraryFile, c
 
 // ---- the LLVM plugin ----
 
-/// Bumped whenever Request, Target or the entry points below change.
-inline constexpr int kLlvmPluginAbi = 1;
+/// Bumped whenever Request, Target, Output or the entry points below change.
+inline constexpr int kLlvmPluginAbi = 2;
 inline constexpr const char *kLlvmPluginName = "libnetc-llvm.so";
 
 /// What the plugin made: an object file's bytes, or the IR as text.
@@ -88,6 +88,7 @@ struct Output {
   std::string bytes;       ///< the object (compileObject), or the IR text (emitIr)
   std::string triple, cpu; ///< what it was compiled for (compileObject)
   std::string error;       ///< set on failure
+  bool usage = false;      ///< the failure is a bad flag (--target, --cpu), not bad input
 };
 
 extern "C" {

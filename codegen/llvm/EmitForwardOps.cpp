@@ -329,6 +329,17 @@ void forEachWindow(LaneBuilder &lb, const plan::WindowAttrs &a,
           [&](llvm::Value *o) { body(o, lb.ir().CreateMul(o, lb.index(a.window), "", true, true)); });
 }
 
+/// body(source) for each real (non-dummy) cell of the window whose first
+/// cell is at `first` in the window table.
+void forEachRealCell(LaneBuilder &lb, const plan::WindowAttrs &a, llvm::Value *window, llvm::Value *first,
+                     const std::function<void(llvm::Value *source)> &body) {
+  auto &b = lb.ir();
+  lb.loop(a.window, [&](llvm::Value *k) {
+    llvm::Value *source = lb.loadInt(window, b.CreateAdd(first, k, "", true, true));
+    lb.when(b.CreateICmpSGE(source, lb.index(0)), [&] { body(source); });
+  });
+}
+
 void emitMaxPool(LaneBuilder &lb, const plan::Op &op, const BufferAddress &address) {
   auto &b = lb.ir();
   const auto &a = op.get<plan::WindowAttrs>();
@@ -340,14 +351,11 @@ void emitMaxPool(LaneBuilder &lb, const plan::Op &op, const BufferAddress &addre
     llvm::AllocaInst *seen = lb.slot(b.getInt1Ty(), "seen");
     b.CreateStore(lb.splat(0.0f), best);
     b.CreateStore(b.getFalse(), seen);
-    lb.loop(a.window, [&](llvm::Value *k) {
-      llvm::Value *source = lb.loadInt(window, b.CreateAdd(first, k, "", true, true));
-      lb.when(b.CreateICmpSGE(source, lb.index(0)), [&] {
-        llvm::Value *v = lb.load(x, source), *current = b.CreateLoad(lb.laneType(), best);
-        llvm::Value *larger = b.CreateSelect(b.CreateFCmpOGT(v, current), v, current);
-        b.CreateStore(b.CreateSelect(b.CreateLoad(b.getInt1Ty(), seen), larger, v), best);
-        b.CreateStore(b.getTrue(), seen);
-      });
+    forEachRealCell(lb, a, window, first, [&](llvm::Value *source) {
+      llvm::Value *v = lb.load(x, source), *current = b.CreateLoad(lb.laneType(), best);
+      llvm::Value *larger = b.CreateSelect(b.CreateFCmpOGT(v, current), v, current);
+      b.CreateStore(b.CreateSelect(b.CreateLoad(b.getInt1Ty(), seen), larger, v), best);
+      b.CreateStore(b.getTrue(), seen);
     });
     storeResult(lb, op, b.CreateLoad(lb.laneType(), best), y, o);
   });
@@ -362,12 +370,9 @@ void emitMeanPool(LaneBuilder &lb, const plan::Op &op, const BufferAddress &addr
     llvm::AllocaInst *real = lb.slot(b.getInt64Ty(), "real");
     b.CreateStore(lb.splat(0.0f), sum);
     b.CreateStore(lb.index(0), real);
-    lb.loop(a.window, [&](llvm::Value *k) {
-      llvm::Value *source = lb.loadInt(window, b.CreateAdd(first, k, "", true, true));
-      lb.when(b.CreateICmpSGE(source, lb.index(0)), [&] {
-        b.CreateStore(b.CreateFAdd(b.CreateLoad(lb.laneType(), sum), lb.load(x, source)), sum);
-        b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), real), lb.index(1), "", true, true), real);
-      });
+    forEachRealCell(lb, a, window, first, [&](llvm::Value *source) {
+      b.CreateStore(b.CreateFAdd(b.CreateLoad(lb.laneType(), sum), lb.load(x, source)), sum);
+      b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), real), lb.index(1), "", true, true), real);
     });
     // The mean over the real cells; 0 when there are none.
     llvm::Value *cells = b.CreateLoad(b.getInt64Ty(), real);
@@ -393,13 +398,10 @@ void emitResponseNorm(LaneBuilder &lb, const plan::Op &op, const BufferAddress &
       llvm::AllocaInst *real = lb.slot(b.getInt64Ty(), "real");
       b.CreateStore(lb.splat(0.0f), sum);
       b.CreateStore(lb.index(0), real);
-      lb.loop(a.window, [&](llvm::Value *k) {
-        llvm::Value *source = lb.loadInt(window, b.CreateAdd(first, k, "", true, true));
-        lb.when(b.CreateICmpSGE(source, lb.index(0)), [&] {
-          llvm::Value *v = lb.load(x, source);
-          b.CreateStore(b.CreateFAdd(b.CreateLoad(lb.laneType(), sum), b.CreateFMul(v, v)), sum);
-          b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), real), lb.index(1), "", true, true), real);
-        });
+      forEachRealCell(lb, a, window, first, [&](llvm::Value *source) {
+        llvm::Value *v = lb.load(x, source);
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(lb.laneType(), sum), b.CreateFMul(v, v)), sum);
+        b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), real), lb.index(1), "", true, true), real);
       });
       llvm::Value *n;
       if (a.averageOverFullKernel) {

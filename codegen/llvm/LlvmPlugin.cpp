@@ -55,8 +55,9 @@ __attribute__((visibility("default"))) bool netc_llvm_emit_ir(const Request *req
 __attribute__((visibility("default"))) bool netc_llvm_compile_object(const Request *request, Output *output) {
   return guarded(output, [&] {
     auto machine = netc::aot::makeTargetMachine(request->target);
-    if (!machine) {
+    if (!machine) { // an unknown --target or --cpu
       output->error = machine.message();
+      output->usage = true;
       return false;
     }
     llvm::LLVMContext context;

@@ -32,36 +32,31 @@ if grep -Eq 'libasan|libubsan|liblsan|libtsan' <<<"$depends"; then
   exit 1
 fi
 dpkg-deb -c "$deb" | awk '{print $6}' | grep -E 'bin/netc$|libnetc\.so|netc_c\.h$|netcConfig\.cmake$|netc\.pc$'
-if grep -q 'libopenmpi' <<<"$depends"; then
-  echo "deb_test: netc depends on Open MPI; only netc-mpi may" >&2
-  exit 1
-fi
-mpi_deb=$(ls "$package_build"/netc-mpi_*.deb 2>/dev/null || true)
-if [[ -n $mpi_deb ]]; then
-  mpi_depends=$(dpkg-deb -f "$mpi_deb" Depends)
-  echo "deb_test: netc-mpi Depends: $mpi_depends"
-  for needed in libopenmpi "netc (= "; do
-    grep -q "$needed" <<<"$mpi_depends" || { echo "deb_test: netc-mpi's Depends lacks $needed" >&2; exit 1; }
+# A plugin's package: only it depends on its library, it depends on netc's
+# own version and that library, and it holds the plugin.
+# plugin_package NAME DEPENDENCY PLUGIN -> sets plugin_deb (empty: not built)
+plugin_package() {
+  local name=$1 dependency=$2 plugin=$3 plugin_depends
+  if grep -q "$dependency" <<<"$depends"; then
+    echo "deb_test: netc depends on $dependency; only $name may" >&2
+    exit 1
+  fi
+  plugin_deb=$(ls "$package_build"/"$name"_*.deb 2>/dev/null || true)
+  if [[ -z $plugin_deb ]]; then
+    echo "deb_test: no $name package (this build found no library for it)"
+    return
+  fi
+  plugin_depends=$(dpkg-deb -f "$plugin_deb" Depends)
+  echo "deb_test: $name Depends: $plugin_depends"
+  for needed in "$dependency" "netc (= "; do
+    grep -q "$needed" <<<"$plugin_depends" || { echo "deb_test: $name's Depends lacks $needed" >&2; exit 1; }
   done
-  dpkg-deb -c "$mpi_deb" | awk '{print $6}' | grep -E 'netc/libnetc-comm-mpi\.so$'
-else
-  echo "deb_test: no netc-mpi package (this build found no Open MPI)"
-fi
-if grep -q 'libllvm' <<<"$depends"; then
-  echo "deb_test: netc depends on LLVM; only netc-llvm may" >&2
-  exit 1
-fi
-llvm_deb=$(ls "$package_build"/netc-llvm_*.deb 2>/dev/null || true)
-if [[ -n $llvm_deb ]]; then
-  llvm_depends=$(dpkg-deb -f "$llvm_deb" Depends)
-  echo "deb_test: netc-llvm Depends: $llvm_depends"
-  for needed in libllvm19 "netc (= "; do
-    grep -q "$needed" <<<"$llvm_depends" || { echo "deb_test: netc-llvm's Depends lacks $needed" >&2; exit 1; }
-  done
-  dpkg-deb -c "$llvm_deb" | awk '{print $6}' | grep -E 'netc/libnetc-llvm\.so$'
-else
-  echo "deb_test: no netc-llvm package (this build found no LLVM 19)"
-fi
+  dpkg-deb -c "$plugin_deb" | awk '{print $6}' | grep -E "netc/$plugin\$"
+}
+plugin_package netc-mpi libopenmpi 'libnetc-comm-mpi\.so'
+mpi_deb=$plugin_deb
+plugin_package netc-llvm libllvm 'libnetc-llvm\.so'
+llvm_deb=$plugin_deb
 
 rm -rf "$work"
 mkdir -p "$work"
