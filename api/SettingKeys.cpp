@@ -451,6 +451,11 @@ constexpr TrainKey kTrainKeys[] = {
        return setInteger(s.deterministicChunks, v, 0, kTrainDefaults.deterministicChunks,
                          netc::kMaxDeterministicChunks);
      }},
+    {"cost_model",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.costModel = v; // checked when the run starts (a file, a built-in name or none)
+       return {};
+     }},
 };
 
 /// Stops compiling when netc::TrainSettings gains or loses a field, until
@@ -461,10 +466,10 @@ constexpr TrainKey kTrainKeys[] = {
                                 initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
                                 device, cudaDebug, cudaGraphs, dataOnDevice, precision, maxMemory, logEvery,
-                                bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup,
-                                deterministicChunks] = settings;
+                                bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup, deterministicChunks,
+                                costModel] = settings;
 }
-constexpr size_t kTrainSettingsFields = 46;
+constexpr size_t kTrainSettingsFields = 47;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

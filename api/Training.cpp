@@ -12,6 +12,7 @@
 #include "netc/Training.h"
 #include "api/Backends.h"
 #include "api/DataParallel.h"
+#include "api/RunEstimate.h"
 #include "api/SettingValues.h"
 #include "api/TrainingSteps.h"
 #include "codegen/Codegen.h"
@@ -242,6 +243,16 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
   return lines;
 }
 
+/// The run header's line about the estimate (netc estimate gives the details).
+std::string estimateLine(const RunEstimate &e) {
+  return fmt::format("estimate: {:.3g} s per epoch{}, {:.3g} s in total (step {:.3g} ms; cost table '{}'{}; "
+                     "netc estimate gives the details)",
+                     e.epochSeconds,
+                     e.evaluationSeconds > 0 ? fmt::format(" + {:.3g} s evaluation", e.evaluationSeconds)
+                                             : std::string(),
+                     e.totalSeconds, e.stepSeconds * 1e3, e.costTable, e.note.empty() ? "" : "; " + e.note);
+}
+
 // ---- 9. training ----------------------------------------------------------------------
 
 /// Runs every epoch, then evaluates the test set (unless the run was
@@ -267,11 +278,15 @@ std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &back
   result.stoppedSample = summary->stoppedSample;
   result.epochSamples = summary->epochSamples;
   result.checkpoint = summary->checkpoint;
+  result.measuredTotalSeconds = summary->seconds;
   if (data.test && !summary->interrupted) { // a stop request wants the process back now
+    const auto testStart = std::chrono::steady_clock::now();
     auto test = train::evaluate(plan, backend, *data.test, batch, comm);
     if (!test)
       return input(test.message());
     result.finalTest = toPublic(*test);
+    result.measuredTotalSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - testStart).count();
   }
   return std::nullopt;
 }
@@ -365,6 +380,15 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     else
       refusal = normalized.refusal();
   }
+  std::optional<cost::CostTable> costTable;
+  std::string costTableLabel;
+  if (!refusal && s.costModel != "none") {
+    auto chosen = chooseCostTable(s.costModel, s.device, costTableLabel);
+    if (chosen)
+      costTable = std::move(*chosen);
+    else
+      refusal = usage("--cost-model: " + chosen.message());
+  }
   if (!refusal) {
     auto created = createBackend(s, plan->plan, comm, deviceNote);
     if (created)
@@ -386,9 +410,33 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   result.trainSamples = data->train.count;
   result.testSamples = data->evaluated() ? data->evaluated()->count : 0;
   result.params = net.params;
-  if (listener)
-    listener->onSetup(
-        setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, deviceNote, comm));
+  if (costTable) {
+    if (s.costModel.empty() && info.name == "cuda") // the device auto chose
+      if (auto gpu = chooseCostTable(kDefaultGpuCostTable, "cuda", costTableLabel))
+        costTable = std::move(*gpu);
+    TrainSettings estimated = s;
+    estimated.threads = info.threads;
+    const SampleCounts counts{data->train.count, data->evaluated() ? data->evaluated()->count : 0,
+                              data->test ? data->test->count : 0};
+    if (auto e = estimateRun(net, plan->plan, *costTable, estimated, comm.size(), counts)) {
+      result.estimate =
+          RunEstimate{costTableLabel,
+                      e->profileNote,
+                      e->stepUs * 1e-6,
+                      e->epochSeconds,
+                      e->evaluationSeconds,
+                      e->totalSeconds,
+                      e->totalSeconds - double(s.epochs) * (e->epochSeconds + e->evaluationSeconds)};
+      options.estimate = train::TrainOptions::Estimate{costTableLabel, e->stepUs * 1e-6, e->epochSeconds,
+                                                       e->evaluationSeconds};
+    }
+  }
+  if (listener) {
+    auto lines = setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, deviceNote, comm);
+    if (result.estimate)
+      lines.push_back(estimateLine(*result.estimate));
+    listener->onSetup(lines);
+  }
   if (auto failed =
           runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s), listener, result))
     return refuse(std::move(*failed));

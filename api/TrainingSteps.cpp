@@ -43,20 +43,6 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return out;
 }
 
-Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options) {
-  auto text = readText(netPath);
-  if (!text)
-    return text.error();
-  Compiled c;
-  c.source = *text;
-  CompileResult r = compile(*text, netPath, options);
-  c.diagnostics = r.formattedDiagnostics;
-  c.network = std::move(r.network);
-  for (const Message &m : r.diagnostics)
-    c.outputSizeMismatch = c.outputSizeMismatch || m.code == "NS0325";
-  return c;
-}
-
 /// The task the labels suggest when none is given.
 Task taskFromLabels(const data::Dataset &train) {
   if (!train.integerLabels)
@@ -95,6 +81,20 @@ std::optional<std::string> regressionCause(const std::vector<const data::Dataset
 }
 
 } // namespace
+
+Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options) {
+  auto text = readText(netPath);
+  if (!text)
+    return text.error();
+  Compiled c;
+  c.source = *text;
+  CompileResult r = compile(*text, netPath, options);
+  c.diagnostics = r.formattedDiagnostics;
+  c.network = std::move(r.network);
+  for (const Message &m : r.diagnostics)
+    c.outputSizeMismatch = c.outputSizeMismatch || m.code == "NS0325";
+  return c;
+}
 
 Refusal usage(std::string message) {
   return {FailureKind::Usage, std::move(message)};
@@ -363,9 +363,8 @@ void applyTaskDefaults(RunSettings &run, const TrainSettings &s, Task task) {
 
 // ---- 5. the plan ----------------------------------------------------------------------
 
-Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
-                                     const RunSettings &run, const ir::Network &net, TrainingData &data,
-                                     int ranks, bool dataParallel) {
+plan::PlanOptions trainingPlanOptions(const TrainSettings &s, const RunSettings &run, int ranks,
+                                      bool dataParallel) {
   plan::PlanOptions planOptions;
   planOptions.update = {run.optimizer, run.hyper};
   planOptions.maxMemoryBytes = s.maxMemory;
@@ -375,7 +374,13 @@ Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSett
   if ((ranks > 1 || dataParallel) && s.deterministicChunks == 0)
     planOptions.replicaSync = s.sync.kind == Sync::Kind::LocalSgd ? plan::ReplicaSync::AverageReplicas
                                                                   : plan::ReplicaSync::AllReduceGradients;
-  auto plan = plan::buildPlan(net, planOptions);
+  return planOptions;
+}
+
+Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
+                                     const RunSettings &run, const ir::Network &net, TrainingData &data,
+                                     int ranks, bool dataParallel) {
+  auto plan = plan::buildPlan(net, trainingPlanOptions(s, run, ranks, dataParallel));
   if (!plan)
     return input(fmt::format("{}: {}", netPath, plan.message()));
   if (Status fits = plan::checkPlanFits(*plan, s.batch, s.maxMemory); !fits)

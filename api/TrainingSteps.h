@@ -7,7 +7,7 @@
 #pragma once
 
 #include "api/NetworkImpl.h"
-#include "codegen/Plan.h"
+#include "codegen/Codegen.h"
 #include "netc/Training.h"
 #include "runtime/data/Dataset.h"
 #include "runtime/data/Normalizer.h"
@@ -64,6 +64,9 @@ struct Compiled {
   std::string source;
   bool outputSizeMismatch = false; ///< NS0325: the output layer's size does not fit the task
 };
+
+/// Compiles the file at `netPath` with `options`; an error only when it cannot be read.
+Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options);
 
 // ---- 1. the settings ------------------------------------------------------------------
 
@@ -162,6 +165,11 @@ struct TrainingPlan {
   int64_t classesUsed = 0; ///< of them, those the labels use
 };
 
+/// The plan options of a run: the optimizer and its state, gradient
+/// accumulation, the bucket size and, for several ranks or `dataParallel`,
+/// the all-reduces of --sync.
+plan::PlanOptions trainingPlanOptions(const TrainSettings &s, const RunSettings &run, int ranks = 1,
+                                      bool dataParallel = false);
 /// Builds the training plan (with the optimizer's state, gradient
 /// accumulation, the gradient buckets and, for several ranks or
 /// `dataParallel` (NCCL, even on one GPU), the all-reduces of --sync),

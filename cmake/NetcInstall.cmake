@@ -8,7 +8,8 @@ set(NETC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/netc)
 
 install(TARGETS netc_shared EXPORT netcTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/netc/netc.h ${PROJECT_SOURCE_DIR}/include/netc/Types.h
-              ${PROJECT_SOURCE_DIR}/include/netc/Training.h ${PROJECT_SOURCE_DIR}/include/netc/netc_c.h
+              ${PROJECT_SOURCE_DIR}/include/netc/Training.h ${PROJECT_SOURCE_DIR}/include/netc/Estimate.h
+              ${PROJECT_SOURCE_DIR}/include/netc/netc_c.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/netc)
 install(EXPORT netcTargets NAMESPACE netc:: DESTINATION ${NETC_CMAKE_DIR})
 

@@ -242,6 +242,19 @@ struct TrainSettings {
   /// and threads per rank). K is a power of two up to kMaxDeterministicChunks;
   /// 0: off (the ranks' all-reduce: equal within float rounding).
   int deterministicChunks = 0;
+  /// The cost table of the estimate the run prints at its start and checks
+  /// at its end (netc/Estimate.h): a file or a built-in name; empty: the
+  /// device's built-in table; "none": no estimate.
+  std::string costModel;
+};
+
+/// What a run estimated of itself before its first step (netc estimate's
+/// figures for its settings), to compare with what it measures.
+struct RunEstimate {
+  std::string costTable; ///< the table's file or built-in name
+  std::string note;      ///< an approximation made (another thread count's profile)
+  double stepSeconds = 0, epochSeconds = 0, evaluationSeconds = 0, totalSeconds = 0;
+  double finalTestSeconds = 0; ///< the final test's share of totalSeconds
 };
 
 struct TrainProgress {
@@ -307,6 +320,11 @@ struct TrainResult {
   /// The error is the same on every rank (an agreed one: print it once);
   /// otherwise it is this rank's own (e.g. which rank it waited for).
   bool errorOnEveryRank = false;
+  /// The estimate made at the start (none with costModel "none").
+  std::optional<RunEstimate> estimate;
+  /// The measured total to compare with estimate->totalSeconds: the epochs,
+  /// their evaluations and the final test.
+  double measuredTotalSeconds = 0;
   bool ok() const { return failure == FailureKind::None; }
 };
 

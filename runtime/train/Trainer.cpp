@@ -43,7 +43,12 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string metricsLine(const EpochReport &r) {
+/// 100 (estimate - measured) / measured, or null without a measurement.
+nlohmann::json errorPercent(double estimated, double measured) {
+  return measured > 0 ? nlohmann::json(100 * (estimated - measured) / measured) : nlohmann::json(nullptr);
+}
+
+std::string metricsLine(const EpochReport &r, const std::optional<TrainOptions::Estimate> &estimate) {
   nlohmann::json j = {{"event", "epoch"},
                       {"epoch", r.epoch},
                       {"train_loss", r.trainLoss},
@@ -58,6 +63,10 @@ std::string metricsLine(const EpochReport &r) {
     j[eval + "_accuracy"] = *r.testAccuracy;
   if (!r.classification)
     j.erase("train_accuracy");
+  if (estimate) { // the training steps' seconds: the epoch's evaluation comes after them
+    j["estimated_seconds"] = estimate->epochSeconds;
+    j["estimate_error_percent"] = errorPercent(estimate->epochSeconds, r.seconds);
+  }
   return j.dump();
 }
 
@@ -416,7 +425,7 @@ Status Trainer::writeEpochFiles(const EpochReport &report) {
       if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
         return s;
   }
-  return writeMetrics(metricsLine(report));
+  return writeMetrics(metricsLine(report, options_.estimate));
 }
 
 Status Trainer::agreeOnEpochEnd(const Status &mine) {
@@ -453,6 +462,19 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
   logEvery_ =
       options_.logEvery > 0 ? options_.logEvery : std::max<int64_t>(1, backend_.describe().defaultLogEvery);
   observer.onStart(firstEpoch_, options_.epochs, n);
+  if (options_.estimate) {
+    const TrainOptions::Estimate &e = *options_.estimate;
+    nlohmann::json line = {
+        {"event", "estimate"},
+        {"cost_table", e.costTable},
+        {"step_seconds", e.stepSeconds},
+        {"epoch_seconds", e.epochSeconds},
+        {"evaluation_seconds", e.evaluationSeconds},
+        {"epochs", options_.epochs - firstEpoch_},
+        {"seconds", double(options_.epochs - firstEpoch_) * (e.epochSeconds + e.evaluationSeconds)}};
+    if (Status s = writeMetrics(line.dump()); !s)
+      return Error{s.message()};
+  }
   takeMetrics(plan_, backend_); // start from clear sums
   double previousLoss = NAN;
   for (int64_t epoch = firstEpoch_; epoch < options_.epochs; ++epoch) {
@@ -544,6 +566,12 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       end[eval + "_loss"] = *last.testLoss;
     if (last.testAccuracy && last.classification)
       end[eval + "_accuracy"] = *last.testAccuracy;
+  }
+  if (options_.estimate) {
+    const double estimated = double(summary.epochs.size()) *
+                             (options_.estimate->epochSeconds + options_.estimate->evaluationSeconds);
+    end["estimated_seconds"] = estimated;
+    end["estimate_error_percent"] = errorPercent(estimated, summary.seconds);
   }
   if (Status s = writeMetrics(end.dump()); !s)
     return Error{s.message()};

@@ -84,6 +84,14 @@ struct TrainOptions {
   /// epoch's order (uploaded once per epoch), instead of batches gathered on
   /// the host and copied in; the same samples in the same order either way.
   bool dataOnDevice = false;
+  /// The run's estimate of itself (api/RunEstimate.h): written to the
+  /// metrics at the start, and next to each epoch's and the run's measured
+  /// seconds with the error in percent.
+  struct Estimate {
+    std::string costTable;
+    double stepSeconds = 0, epochSeconds = 0, evaluationSeconds = 0;
+  };
+  std::optional<Estimate> estimate;
 };
 
 struct Progress {

@@ -1,9 +1,10 @@
 // RuntimeMutationTest.cpp -- seeded mutation tests for everything the
 // runtime reads from disk (DESIGN.md §4, §8): IDX files (raw and gzipped),
 // CSV files, PGM and PNG images, netc checkpoints and the JSON metadata
-// inside them. Each
+// inside them, and cost tables (codegen/CostTable.h). Each
 // mutant must either load or fail with a message; a crash, hang, leak or
 // sanitizer report fails the test (it runs under ASan and UBSan in CI).
+#include "codegen/CostTable.h"
 #include "netc/Training.h"
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Images.h"
@@ -226,4 +227,71 @@ TEST(RuntimeMutation, CheckpointsLoadOrFailWithAMessage) {
     }
   }
   EXPECT_GT(refused, 50);
+}
+
+namespace {
+
+/// One to three byte-level edits of `text`: flip a bit, overwrite a byte
+/// (often with a JSON-significant one), insert, delete or duplicate a span,
+/// or truncate.
+std::string mutateText(std::string text, std::mt19937 &rng) {
+  static constexpr char kSignificant[] = "{}[]:,\"\\-+.eE0123456789 \ntfn";
+  const int edits = std::uniform_int_distribution<int>(1, 3)(rng);
+  for (int e = 0; e < edits; ++e) {
+    if (text.empty()) {
+      text.push_back(kSignificant[rng() % (sizeof kSignificant - 1)]);
+      continue;
+    }
+    auto at = [&](size_t limit) { return std::uniform_int_distribution<size_t>(0, limit)(rng); };
+    const size_t pos = at(text.size() - 1);
+    const size_t span = std::min(text.size() - pos, std::uniform_int_distribution<size_t>(1, 40)(rng));
+    switch (rng() % 7) {
+    case 0: text[pos] = static_cast<char>(text[pos] ^ (1 << (rng() % 8))); break;
+    case 1: text[pos] = kSignificant[rng() % (sizeof kSignificant - 1)]; break;
+    case 2: text[pos] = static_cast<char>(rng()); break;
+    case 3: text.insert(pos, 1, kSignificant[rng() % (sizeof kSignificant - 1)]); break;
+    case 4: text.erase(pos, span); break;
+    case 5: text.insert(at(text.size()), text.substr(pos, span)); break;
+    default: text.resize(pos); break;
+    }
+  }
+  return text;
+}
+
+} // namespace
+
+TEST(RuntimeMutation, CostTablesParseOrFailNamingTheFile) {
+  const std::optional<netc::cost::CostTable> cpu = netc::cost::builtinCostTable("cpu");
+  ASSERT_TRUE(cpu.has_value());
+  const std::string text = netc::cost::costTableJson(*cpu);
+  std::mt19937 rng(2026);
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const std::string mutant = mutateText(text, rng);
+    netc::Expected<netc::cost::CostTable> table = netc::cost::parseCostTable(mutant, "cost.json");
+    if (!table) {
+      ++refused;
+      ASSERT_EQ(table.message().rfind("cost.json: ", 0), 0u) << table.message();
+      ASSERT_LT(table.message().size(), 1000u) << table.message();
+      continue;
+    }
+    ++parsed;
+    // What was accepted is a whole table: every op, both links, sorted profiles.
+    ASSERT_FALSE(table->profiles.empty());
+    for (size_t p = 1; p < table->profiles.size(); ++p)
+      ASSERT_LT(table->profiles[p - 1].threads, table->profiles[p].threads);
+    for (const netc::cost::ComputeProfile &profile : table->profiles)
+      for (const auto &[kind, rate] : profile.ops)
+        ASSERT_TRUE(rate.rate > 0 && rate.overheadUs >= 0) << netc::plan::opName(kind);
+    std::string note;
+    EXPECT_GT(table->profileFor(3, &note).ops.size(), 0u);
+    EXPECT_GE(table->linkFor(64).allReduceUs(1e6, 64), 0.0);
+    // And writing it reads back to the same text.
+    netc::Expected<netc::cost::CostTable> again =
+        netc::cost::parseCostTable(netc::cost::costTableJson(*table), "again.json");
+    ASSERT_TRUE(again.ok()) << again.message();
+    EXPECT_EQ(netc::cost::costTableJson(*again), netc::cost::costTableJson(*table));
+  }
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 1000);
 }

@@ -171,6 +171,13 @@ void addEvalCommand(CLI::App &app, int &exitCode);
 void addPredictCommand(CLI::App &app, int &exitCode);
 /// `commandLine` (argv) starts the ranks of --ranks N.
 void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
+void addEstimateCommand(CLI::App &app, int &exitCode);
+void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
+
+/// --cost-model FILE|NAME (estimate, show --partition, train).
+void addCostModelOption(CLI::App &app, std::string &spec);
+/// Seconds as text at a readable unit: "812 us", "3.41 ms", "12.3 s", "2.4 h".
+std::string durationText(double seconds);
 void addLspCommand(CLI::App &app, int &exitCode);
 
 } // namespace netc::cli

@@ -48,6 +48,8 @@ int main(int argc, char **argv) {
   netc::cli::addEvalCommand(app, exitCode);
   netc::cli::addPredictCommand(app, exitCode);
   netc::cli::addBenchCommand(app, exitCode, commandLine);
+  netc::cli::addEstimateCommand(app, exitCode);
+  netc::cli::addCalibrateCommand(app, exitCode, commandLine);
   netc::cli::addLspCommand(app, exitCode);
   try {
     app.parse(argc, argv);

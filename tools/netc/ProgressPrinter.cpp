@@ -2,6 +2,8 @@
 // training summary for `netc train`.
 #include "ProgressPrinter.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -84,6 +86,32 @@ std::string epochLine(const EpochResult &e) {
   return line;
 }
 
+namespace {
+
+/// The estimate made at the start against what was measured: the median
+/// epoch's training steps, and the whole run (epochs, evaluations, final test).
+std::string estimateComparison(const TrainResult &r) {
+  const RunEstimate &e = *r.estimate;
+  std::vector<double> epochs;
+  for (const EpochResult &epoch : r.epochs)
+    epochs.push_back(epoch.seconds);
+  std::sort(epochs.begin(), epochs.end());
+  const size_t n = epochs.size();
+  const double median = n % 2 ? epochs[n / 2] : 0.5 * (epochs[n / 2 - 1] + epochs[n / 2]);
+  const double total =
+      double(n) * (e.epochSeconds + e.evaluationSeconds) + (r.finalTest ? e.finalTestSeconds : 0);
+  auto error = [](double estimated, double measured) {
+    return measured > 0 ? fmt::format("{:+.1f}%", 100 * (estimated - measured) / measured) : std::string("-");
+  };
+  return fmt::format(
+      "estimate (cost table '{}'): epoch {:.3g} s, measured {:.3g} s (median of {}; error {}); "
+      "total {:.3g} s, measured {:.3g} s (error {})\n",
+      e.costTable, e.epochSeconds, median, n, error(e.epochSeconds, median), total, r.measuredTotalSeconds,
+      error(total, r.measuredTotalSeconds));
+}
+
+} // namespace
+
 std::string trainSummary(const TrainResult &r) {
   std::string out = fmt::format("trained {} epoch(s), {} steps in {}, seed {}\n", r.epochs.size(), r.steps,
                                 formatDuration(r.seconds), r.seed);
@@ -100,6 +128,8 @@ std::string trainSummary(const TrainResult &r) {
     out += fmt::format(" ({} samples)", r.finalTest->samples);
   }
   out += fmt::format("\nbest epoch {}\n", r.bestEpoch);
+  if (r.estimate)
+    out += estimateComparison(r);
   out += fmt::format("saved {}/last.safetensors, {}/best.safetensors, {}/metrics.jsonl\n", r.outDir, r.outDir,
                      r.outDir);
   return out;

@@ -1,8 +1,11 @@
 // ShowCommand.cpp -- `netc show FILE [--format text|json|dot]`: the resolved
 // network as a table (layer, kind, shape, nodes, function, params, FLOPs,
 // activation memory) with totals, as JSON for tools, or as a Graphviz graph.
-// With errors: exit 1 and the diagnostics on stderr.
+// With `--partition K`, its cut into K pipeline stages (ShowPartition.h):
+// the stages' table, JSON with a "partition" member, or the graph with each
+// stage a coloured cluster. With errors: exit 1 and the diagnostics on stderr.
 #include "CommandSupport.h"
+#include "ShowPartition.h"
 
 #include "support/ByteSize.h"
 #include "support/CheckedMath.h"
@@ -23,6 +26,7 @@ struct ShowArgs {
   int64_t batch = 32;
   CompileFlags compile;
   ColourFlag colour;
+  PartitionFlags partition;
 };
 
 /// Planned memory (codegen/PlanMemory.cpp) of the training and inference
@@ -183,17 +187,36 @@ std::string dotEscape(const std::string &s) {
   return out;
 }
 
-void printDot(const ir::Network &net) {
+/// The graph; with a partition, each stage is a cluster of its own colour.
+void printDot(const ir::Network &net, const cost::Partition *partition) {
   std::printf("digraph \"%s\" {\n  rankdir=BT;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n",
               dotEscape(net.name).c_str());
-  for (size_t i = 0; i < net.layers.size(); ++i) {
+  static const char *const kStageColours[] = {"#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f",
+                                              "#cab2d6", "#ffff99", "#8dd3c7", "#fccde5"};
+  auto printLayer = [&](size_t i, const char *indent, const char *colour) {
     const ir::Layer &layer = net.layers[i];
     std::string shape = layer.kind == ir::LayerKind::Input    ? "parallelogram"
                         : layer.kind == ir::LayerKind::Output ? "doubleoctagon"
                                                               : "box";
     std::string label = fmt::format("{}\\n{} {}", dotEscape(layer.name), bracketed(layer.shape),
                                     layer.function ? std::string(ir::activationName(*layer.function)) : "");
-    std::printf("  L%zu [label=\"%s\", shape=%s];\n", i, label.c_str(), shape.c_str());
+    std::string fill = colour ? fmt::format(", style=\"rounded,filled\", fillcolor=\"{}\"", colour) : "";
+    std::printf("%sL%zu [label=\"%s\", shape=%s%s];\n", indent, i, label.c_str(), shape.c_str(),
+                fill.c_str());
+  };
+  if (!partition) {
+    for (size_t i = 0; i < net.layers.size(); ++i)
+      printLayer(i, "  ", nullptr);
+  } else {
+    for (size_t k = 0; k < partition->stages.size(); ++k) {
+      const char *colour = kStageColours[k % std::size(kStageColours)];
+      std::printf("  subgraph cluster_stage%zu {\n    label=\"stage %zu\";\n    style=filled;\n    "
+                  "color=\"%s\";\n    fillcolor=\"%s40\";\n",
+                  k, k, colour, colour);
+      for (int l : partition->stages[k].layers)
+        printLayer(static_cast<size_t>(l), "    ", colour);
+      std::printf("  }\n");
+    }
   }
   for (size_t i = 0; i < net.layers.size(); ++i)
     for (const ir::Bundle &b : net.layers[i].bundles)
@@ -211,12 +234,24 @@ int runShow(const ShowArgs &args) {
   printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
   if (c->diags.hasErrors())
     return kInputError;
-  if (args.format == "json")
-    std::printf("%s\n", toJson(c->network, args.batch).dump(2).c_str());
-  else if (args.format == "dot")
-    printDot(c->network);
-  else
+  std::optional<ShownPartition> partition;
+  if (args.partition.stages > 0) {
+    partition = partitionForShow(c->network, args.partition, args.batch);
+    if (!partition)
+      return kUsageError;
+  }
+  if (args.format == "json") {
+    nlohmann::json out = toJson(c->network, args.batch);
+    if (partition)
+      out["partition"] = partitionJson(c->network, *partition);
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (args.format == "dot") {
+    printDot(c->network, partition ? &partition->partition : nullptr);
+  } else if (partition) {
+    printPartitionText(c->network, *partition);
+  } else {
     printTable(c->network, args.batch);
+  }
   return kSuccess;
 }
 
@@ -229,9 +264,15 @@ void addShowCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--format", args->format, "Output format: text, json or dot")
       ->check(CLI::IsMember({"text", "json", "dot"}))
       ->capture_default_str();
-  cmd->add_option("--batch", args->batch, "Batch size for the planned memory per batch")
+  cmd->add_option("--batch", args->batch,
+                  "Batch size for the planned memory per batch and a --partition step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  addIntegerOption(*cmd, "--partition", args->partition.stages, 1, 4096,
+                   "Cut the network into K pipeline stages: their layers, time, memory and cut traffic");
+  addIntegerOption(*cmd, "--micro-batches", args->partition.microBatches, 1, 1 << 20,
+                   "With --partition: micro-batches M of a --batch step (default 4 K)");
+  addCostModelOption(*cmd, args->partition.costModel);
   args->compile.addTo(*cmd);
   args->colour.addTo(*cmd);
   cmd->callback([args, &exitCode] { exitCode = runShow(*args); });

@@ -439,6 +439,10 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
         return text.empty() ? std::string() : integerFlagProblem(text, 1, kMaxDeterministicChunks, value);
       })
       ->type_name("[K]");
+  cmd->add_option("--cost-model", s.costModel,
+                  "Cost table of the estimate printed at the start and checked at the end: a file written by "
+                  "netc calibrate, a built-in one (cpu, h100), or none (default: the device's)")
+      ->type_name("FILE|NAME|none");
   cmd->add_option("--progress", args->progress, "auto, bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();

@@ -1,0 +1,475 @@
+// Calibrate.cpp -- `netc calibrate` (include/netc/Estimate.h): measures a
+// cost table with short micro-benchmarks. A handful of small networks that
+// between them hold every op kind run their training plans op by op, at two
+// batch sizes and each thread count; each op kind's overhead and rate come
+// from a least-squares fit of its times against its work (relative errors
+// weighted alike). A step's host overhead is a whole step's time less its
+// ops', and a sample's is the trainer's gather of a batch. With several
+// ranks, all-reduces of a few sizes measure the link between them (α + n/β)
+// first; rank 0 then measures the rest alone and writes the table.
+#include "api/Backends.h"
+#include "api/DataParallel.h"
+#include "codegen/CostModel.h"
+#include "netc/Estimate.h"
+#include "netc/netc.h"
+#include "runtime/optim/Optimizer.h"
+#include "runtime/train/Evaluate.h"
+#include "runtime/train/ModelState.h"
+#include "support/ByteSize.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <thread>
+
+namespace netc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+double medianOf(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/// A calibration network: its source and how it is compiled and planned.
+struct Probe {
+  const char *name;
+  const char *source;
+  Task task = Task::Multiclass;
+  int classes = 10;
+  bool accumulate = false; // plan with gradient accumulation (the zero-gradients op)
+};
+
+/// Between them every op kind with a rate: dense, sparse, the convolution
+/// kinds, both pools, response normalization, several inputs, each loss.
+const Probe kProbes[] = {
+    {"dense-small",
+     "input In [64]; hidden H1 [128] sigmoid from In all; hidden H2 [64] tanh from H1 all;\n"
+     "output Out [10] softmax from H2 all;\n",
+     Task::Multiclass, 10, true},
+    {"dense-large",
+     "input In [784]; hidden H1 [1024] rlinear from In all; hidden H2 [256] sigmoid from H1 all;\n"
+     "output Out [10] softmax from H2 all;\n"},
+    {"convolution",
+     "input Pic [28, 28];\n"
+     "hidden C1 [8, 12, 12] from Pic convolve { InputShape = [28, 28]; KernelShape = [5, 5];\n"
+     "  Stride = [2, 2]; MapCount = 8; }\n"
+     "hidden C2 [32, 4, 4] from C1 convolve { InputShape = [8, 12, 12]; KernelShape = [1, 5, 5];\n"
+     "  Stride = [1, 2, 2]; Sharing = [false, true, true]; MapCount = 4; }\n"
+     "hidden H3 [64] from C2 all;\noutput Out [10] softmax from H3 all;\n"},
+    {"pool-norm",
+     "input Pic [28, 28];\n"
+     "hidden C1 [6, 28, 28] rlinear from Pic convolve { InputShape = [28, 28]; KernelShape = [5, 5];\n"
+     "  Padding = true; MapCount = 6; }\n"
+     "hidden P1 [6, 14, 14] from C1 max pool { InputShape = [6, 28, 28]; KernelShape = [1, 2, 2];\n"
+     "  Stride = [1, 2, 2]; }\n"
+     "hidden C2 [12, 10, 10] rlinear from P1 convolve { InputShape = [6, 14, 14]; KernelShape = [6, 5, 5];\n"
+     "  MapCount = 12; }\n"
+     "hidden P2 [12, 5, 5] from C2 mean pool { InputShape = [12, 10, 10]; KernelShape = [1, 2, 2];\n"
+     "  Stride = [1, 2, 2]; }\n"
+     "hidden N3 [12, 3, 3] from P2 response norm { InputShape = [12, 5, 5]; KernelShape = [1, 3, 3];\n"
+     "  Alpha = 0.001; Beta = 0.75; }\n"
+     "output Out [10] softmax from N3 all;\n"},
+    {"sparse", "input Pixels [16, 32]; input Meta [12];\n"
+               "hidden Rows [16, 32] tanh from Pixels where (s, d) => s[0] == d[0];\n"
+               "hidden ByRow [16, 24] from Rows where (s, d) => s[0] == d[0];\n"
+               "hidden ByCol [8, 32] from Rows where (s, d) => abs(s[1] - d[1]) <= 1;\n"
+               "hidden Join [128] { from ByRow all; from ByCol all; }\n"
+               "output Out [10] softmax { from Join all; from Meta all; }\n"},
+    {"binary", "input In [100]; hidden H [200] tanh from In all; output Out [1] sigmoid from H all;\n",
+     Task::Binary, 2},
+    {"regression", "input In [50]; hidden H [100] sigmoid from In all; output Out [1] linear from H all;\n",
+     Task::Regression, 0},
+};
+
+const int64_t kBatches[] = {8, 32, 128, 256};
+
+/// One op's time at a batch, with its work: FLOPs or bytes (its measure),
+/// and for an arithmetic op also its bytes.
+struct Sample {
+  double work = 0, bytes = 0, microseconds = 0;
+};
+
+/// Weighted least squares of t over the columns `use` of [1, work, bytes]
+/// (weights 1 / t²: relative errors count alike); the coefficients, zero
+/// where unused, and the weighted squared residual. Nothing when singular.
+std::optional<std::pair<std::array<double, 3>, double>> leastSquares(const std::vector<Sample> &samples,
+                                                                     const std::array<bool, 3> &use) {
+  std::vector<int> columns;
+  for (int c = 0; c < 3; ++c)
+    if (use[static_cast<size_t>(c)])
+      columns.push_back(c);
+  const size_t n = columns.size();
+  // Normal equations A x = b, solved by Gaussian elimination with pivoting.
+  std::array<std::array<double, 4>, 3> a{};
+  auto value = [](const Sample &s, int c) { return c == 0 ? 1.0 : c == 1 ? s.work : s.bytes; };
+  for (const Sample &s : samples) {
+    const double t = std::max(s.microseconds, 1e-3), w = 1 / (t * t);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < n; ++k)
+        a[i][k] += w * value(s, columns[i]) * value(s, columns[k]);
+      a[i][3] += w * value(s, columns[i]) * t;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    size_t pivot = i;
+    for (size_t r = i + 1; r < n; ++r)
+      if (std::abs(a[r][i]) > std::abs(a[pivot][i]))
+        pivot = r;
+    std::swap(a[i], a[pivot]);
+    if (!(std::abs(a[i][i]) > 1e-300))
+      return std::nullopt;
+    for (size_t r = 0; r < n; ++r) {
+      if (r == i)
+        continue;
+      const double f = a[r][i] / a[i][i];
+      for (size_t k = i; k < 4; ++k)
+        a[r][k] -= f * a[i][k];
+    }
+  }
+  std::array<double, 3> x{};
+  for (size_t i = 0; i < n; ++i)
+    x[static_cast<size_t>(columns[i])] = a[i][3] / a[i][i];
+  double residual = 0;
+  for (const Sample &s : samples) {
+    const double t = std::max(s.microseconds, 1e-3);
+    const double e = (x[0] + x[1] * s.work + x[2] * s.bytes - t) / t;
+    residual += e * e;
+  }
+  return std::make_pair(x, residual);
+}
+
+/// overhead + work / rate (+ bytes / byteRate for an arithmetic op) fitted to
+/// `samples` with every coefficient at least 0: the best of the fits over
+/// each subset of the terms whose coefficients all come out so.
+cost::OpRate fitRate(const std::vector<Sample> &samples, bool withBytes) {
+  std::optional<std::array<double, 3>> best;
+  double bestResidual = 0;
+  for (int mask = 1; mask < 8; ++mask) {
+    const std::array<bool, 3> use = {(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+    if ((use[2] && !withBytes) || !use[1])
+      continue; // the work term always; the bytes term for arithmetic ops only
+    auto fit = leastSquares(samples, use);
+    if (!fit || fit->first[0] < 0 || fit->first[1] <= 0 || fit->first[2] < 0)
+      continue;
+    if (!best || fit->second < bestResidual) {
+      best = fit->first;
+      bestResidual = fit->second;
+    }
+  }
+  if (!best) { // noise: through the origin
+    double work = 0, time = 0;
+    for (const Sample &s : samples) {
+      work += s.work;
+      time += s.microseconds;
+    }
+    best = std::array<double, 3>{0, work > 0 ? time / work : 1e-6, 0};
+  }
+  cost::OpRate rate;
+  rate.overheadUs = (*best)[0];
+  rate.rate = std::min(1e18, 1e6 / std::max((*best)[1], 1e-12));
+  rate.byteRate = (*best)[2] > 0 ? std::min(1e18, 1e6 / (*best)[2]) : 0;
+  return rate;
+}
+
+std::vector<float> randomValues(size_t count, std::mt19937_64 &rng) {
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  std::vector<float> out(count);
+  for (float &f : out)
+    f = value(rng);
+  return out;
+}
+
+/// What one thread count's measurements collect.
+struct ProfileSamples {
+  std::map<plan::OpKind, std::vector<Sample>> ops;
+  std::vector<double> stepOverheads;
+  std::string device; // the backend's words for it
+};
+
+/// Runs probe `probe`'s training plan at `batch` on `threads` threads:
+/// `iterations` steps op by op, and as many whole steps.
+Status measureProbe(const Probe &probe, int64_t batch, int threads, const CalibrateSettings &s,
+                    ProfileSamples &samples) {
+  CompileOptions options;
+  options.task = probe.task;
+  if (probe.classes > 0 && probe.task == Task::Multiclass)
+    options.classCount = probe.classes;
+  CompileResult compiled =
+      compile(probe.source, fmt::format("<calibration network '{}'>", probe.name), options);
+  if (!compiled.network)
+    return fail(fmt::format("calibration network '{}' does not compile: {}", probe.name,
+                            compiled.formattedDiagnostics));
+  plan::PlanOptions planOptions;
+  planOptions.update.hyper.momentum = 0.9f;
+  planOptions.accumulateGradients = probe.accumulate;
+  auto plan = plan::buildPlan(compiled.network->impl().network, planOptions);
+  if (!plan)
+    return fail(plan.message());
+  auto setup = backendSetup({s.device, "", "fp32", s.cpuIsa, false, true, threads, 0});
+  if (!setup)
+    return fail(setup.message());
+  auto backend = runtime::createBackend(setup->backend, setup->options);
+  if (!backend)
+    return fail(backend.message());
+  if (Status st = (*backend)->load(*plan, batch); !st)
+    return st;
+  train::initializeParameters(*plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
+  samples.device = (*backend)->describe().device;
+  std::mt19937_64 rng(7);
+  const std::vector<float> features = randomValues(static_cast<size_t>(batch * plan->featureCount), rng);
+  std::vector<float> labels(static_cast<size_t>(batch));
+  for (size_t i = 0; i < labels.size(); ++i)
+    labels[i] =
+        probe.task == Task::Regression ? float(i % 7) / 7.0f : float(i % size_t(std::max(2, probe.classes)));
+  int64_t stepCount = 0;
+  auto prepare = [&] {
+    train::writeStepScalars(
+        *plan, **backend, optim::stepScalars(planOptions.update, 0.001f, ++stepCount, double(batch), batch));
+    (*backend)->writeInput(0, plan->features, features);
+    (*backend)->writeInput(0, plan->labels, labels);
+    (*backend)->fence();
+  };
+  const size_t ops = plan->ops.size();
+  std::vector<std::vector<double>> times(ops);
+  std::vector<double> steps;
+  for (int64_t i = 0; i < s.iterations + 2; ++i) {
+    // A whole step as the trainer runs it, then the same op by op.
+    prepare();
+    const auto start = Clock::now();
+    if (Status st = (*backend)->run(0, ops, batch); !st)
+      return st;
+    train::takeMetrics(*plan, **backend);
+    (*backend)->synchronize();
+    const double whole = microsecondsSince(start);
+    prepare();
+    std::vector<double> these(ops);
+    for (size_t op = 0; op < ops; ++op) {
+      const auto opStart = Clock::now();
+      if (Status st = (*backend)->run(op, op + 1, batch); !st)
+        return st;
+      (*backend)->synchronize();
+      these[op] = microsecondsSince(opStart);
+    }
+    train::takeMetrics(*plan, **backend);
+    if (i < 2)
+      continue; // warm-up
+    for (size_t op = 0; op < ops; ++op)
+      times[op].push_back(these[op]);
+    steps.push_back(whole);
+  }
+  double opsTotal = 0;
+  for (size_t op = 0; op < ops; ++op) {
+    const plan::Op &o = plan->ops[op];
+    if (!cost::hasRate(o.kind))
+      continue;
+    const double us = medianOf(times[op]);
+    opsTotal += us;
+    const cost::OpWork work = cost::opWork(*plan, o);
+    samples.ops[o.kind].push_back(
+        {work.at(cost::workMeasure(o.kind), batch), work.at(cost::WorkMeasure::Bytes, batch), us});
+  }
+  samples.stepOverheads.push_back(std::max(0.0, medianOf(steps) - opsTotal));
+  return Status::success();
+}
+
+/// Microseconds per sample of the trainer's batch gathering: copying a
+/// sample's features and label from the training set to the batch.
+double gatherMicrosecondsPerSample() {
+  const int64_t count = 20000, features = 784, batch = 128;
+  std::mt19937_64 rng(3);
+  const std::vector<float> set = randomValues(static_cast<size_t>(count * features), rng);
+  std::vector<float> out(static_cast<size_t>(batch * features));
+  std::uniform_int_distribution<int64_t> pick(0, count - 1);
+  std::vector<double> perSample;
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<int64_t> order(static_cast<size_t>(batch));
+    for (int64_t &o : order)
+      o = pick(rng);
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < batch; ++i)
+      std::copy_n(set.data() + order[static_cast<size_t>(i)] * features, features, out.data() + i * features);
+    perSample.push_back(microsecondsSince(start) / double(batch) * 784.0 / double(features));
+  }
+  return medianOf(perSample);
+}
+
+/// α and β of the link between the job's ranks, from all-reduces of a few sizes.
+Expected<cost::Link> measureLink(comm::Communicator &comm, std::vector<std::string> &lines) {
+  const int n = comm.size();
+  std::vector<double> sizes, times;
+  for (int64_t count : {int64_t{256}, int64_t{16384}, int64_t{262144}, int64_t{2097152}}) {
+    std::vector<float> data(static_cast<size_t>(count), 1.0f);
+    std::vector<double> runs;
+    for (int rep = 0; rep < 12; ++rep) {
+      if (Status st = comm.barrier("barrier before a timed all-reduce"); !st)
+        return st.message().empty() ? fail("barrier failed") : fail(st.message());
+      const auto start = Clock::now();
+      auto request = comm.startAllReduce(data.data(), count, comm::DataType::F32, comm::ReduceOp::Sum,
+                                         "calibration all-reduce");
+      if (!request)
+        return request.error();
+      if (Status st = comm.wait(*request); !st)
+        return fail(st.message());
+      if (rep >= 2)
+        runs.push_back(microsecondsSince(start));
+    }
+    std::array<double, 1> slowest = {medianOf(runs)};
+    if (Status st = comm.allReduce(std::span<double>(slowest), comm::ReduceOp::Max, "calibration times"); !st)
+      return fail(st.message());
+    sizes.push_back(4.0 * double(count));
+    times.push_back(slowest[0]);
+    lines.push_back(fmt::format("all-reduce of {} bytes over {} ranks: {:.1f} us", 4 * count, n, slowest[0]));
+  }
+  // t = A + B n for a ring: A = 2 (N - 1) α, B = 2 (N - 1) / N / β.
+  std::vector<Sample> samples;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    samples.push_back({sizes[i], 0, times[i]});
+  const cost::OpRate fit = fitRate(samples, false);
+  cost::Link link;
+  link.alphaUs = fit.overheadUs / (2.0 * (n - 1));
+  link.bytesPerSecond = fit.rate * 2.0 * (n - 1) / n;
+  return link;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+} // namespace
+
+CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress, void *context) {
+  registerBuiltinBackends();
+  CalibrateResult result;
+  result.outPath = s.outPath;
+  auto refuse = [&](FailureKind kind, std::string message) {
+    result.failure = kind;
+    result.error = std::move(message);
+    return result;
+  };
+  const auto started = Clock::now();
+  if (s.outPath.empty())
+    return refuse(FailureKind::Usage, "-o FILE is required: where the cost table goes");
+  if (s.iterations < 1 || s.iterations > 1000)
+    return refuse(FailureKind::Usage,
+                  fmt::format("--iterations must be from 1 to 1000, got {}", s.iterations));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> threads = s.threads;
+  if (threads.empty())
+    threads = cores > 1 ? std::vector<int>{1, cores} : std::vector<int>{1};
+  for (int t : threads)
+    if (t < 1 || t > kMaxThreads)
+      return refuse(FailureKind::Usage,
+                    fmt::format("--threads: each count must be from 1 to {}, got {}", kMaxThreads, t));
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  std::error_code ec;
+  if (s.launch.rank == 0 && std::filesystem::exists(s.outPath, ec) && !s.overwrite)
+    return refuse(FailureKind::Usage, fmt::format("{} exists; pass --overwrite to replace it", s.outPath));
+
+  cost::CostTable table;
+  // The links: measured between the ranks of a job, else the built-in table's.
+  if (auto builtin = cost::builtinCostTable(kDefaultCpuCostTable))
+    table.links = builtin->links;
+  auto joined = training::joinCommunicator(s.launch, "cpu", "", s.commTimeout);
+  if (!joined)
+    return refuse(FailureKind::Input, joined.message());
+  comm::Communicator &comm = **joined;
+  if (comm.size() > 1) {
+    auto link = measureLink(comm, result.lines);
+    if (!link)
+      return refuse(FailureKind::Input, link.message());
+    link->source =
+        fmt::format("measured by netc calibrate over {} ranks of one machine on {}", comm.size(), today());
+    table.links[std::string(cost::kIntraNode)] = *link;
+    if (comm.rank() != 0) { // rank 0 measures the rest alone
+      result.seconds = microsecondsSince(started) * 1e-6;
+      return result;
+    }
+  }
+
+  const int total = static_cast<int>(threads.size() * std::size(kProbes) * std::size(kBatches));
+  int done = 0;
+  std::string deviceName;
+  const std::string backendName = s.device == "cpu" ? "cpu" : "cuda";
+  for (int t : threads) {
+    ProfileSamples samples;
+    for (const Probe &probe : kProbes)
+      for (int64_t batch : kBatches) {
+        if (progress)
+          progress(context, done, total, fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t));
+        if (Status st = measureProbe(probe, batch, t, s, samples); !st)
+          return refuse(FailureKind::Input, st.message());
+        ++done;
+      }
+    cost::ComputeProfile profile;
+    profile.threads = t;
+    for (const auto &[kind, list] : samples.ops)
+      profile.ops[kind] = fitRate(list, cost::workMeasure(kind) == cost::WorkMeasure::Flops);
+    profile.stepOverheadUs = medianOf(samples.stepOverheads);
+    profile.sampleOverheadUs = gatherMicrosecondsPerSample();
+    table.profiles.push_back(std::move(profile));
+    deviceName = samples.device;
+    result.lines.push_back(fmt::format("{} thread(s): {} op kinds fitted, step overhead {:.1f} us", t,
+                                       samples.ops.size(), table.profiles.back().stepOverheadUs));
+  }
+  if (progress)
+    progress(context, total, total, "done");
+  // Every op kind must have a rate; one no probe ran is a bug in the probes.
+  for (const cost::ComputeProfile &profile : table.profiles)
+    for (int k = 0; k <= static_cast<int>(plan::OpKind::AllReduceWait); ++k) {
+      const auto kind = static_cast<plan::OpKind>(k);
+      if (cost::hasRate(kind) && !profile.ops.count(kind))
+        return refuse(FailureKind::Input,
+                      fmt::format("no calibration network ran op '{}'", plan::opName(kind)));
+    }
+  table.backend = backendName;
+  table.device = fmt::format("{}, {} cores", deviceName, cores);
+  table.source =
+      fmt::format("measured by `{}` on {}", s.command.empty() ? "netc calibrate" : s.command, today());
+  table.memoryBytes = machineMemoryBytes();
+  table.devicesPerNode = cores;
+  const std::string text = cost::costTableJson(table);
+  // Check what is written reads back, then write it whole or not at all.
+  if (auto back = cost::parseCostTable(text, s.outPath); !back)
+    return refuse(FailureKind::Input, "the measured table does not read back: " + back.message());
+  const std::string temporary = s.outPath + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush())
+      return refuse(FailureKind::Input, fmt::format("cannot write {}: {}", temporary, std::strerror(errno)));
+  }
+  std::filesystem::rename(temporary, s.outPath, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    return refuse(FailureKind::Input, fmt::format("cannot write {}: {}", s.outPath, ec.message()));
+  }
+  result.seconds = microsecondsSince(started) * 1e-6;
+  return result;
+}
+
+} // namespace netc

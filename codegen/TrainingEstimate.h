@@ -1,0 +1,62 @@
+// TrainingEstimate.h -- `netc estimate` and the estimate `netc train` checks
+// (docs/estimate.md): a run's time per step, per epoch and in total, memory
+// per rank, data-parallel scaling, and for a pipeline partition its bubble,
+// from a training plan, a cost table and the data's sample counts. Pure
+// arithmetic over the cost model.
+#pragma once
+
+#include "codegen/CostModel.h"
+#include "codegen/Partition.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netc::cost {
+
+struct EstimateRequest {
+  int64_t batch = 32;            ///< samples per rank per step
+  int ranks = 1;                 ///< data-parallel replicas
+  int threads = 0;               ///< host threads per rank (0: the machine's cores)
+  int64_t trainSamples = 0;      ///< per epoch, over all ranks
+  int64_t evaluationSamples = 0; ///< evaluated after every epoch (test or validation set)
+  int64_t finalTestSamples = 0;  ///< evaluated once at the end (the test set)
+  int64_t epochs = 1;
+  int stages = 0;       ///< pipeline stages (0: no partition)
+  int microBatches = 0; ///< per step with stages (0: 4 · stages)
+  int maxRanks = 1024;  ///< where the scaling table ends
+};
+
+/// The run at one rank count, weak scaling (the same batch per rank).
+struct ScalingPoint {
+  int ranks = 1;
+  double stepUs = 0, epochSeconds = 0;
+  double efficiency = 1; ///< images/s over ranks × one rank's images/s
+};
+
+struct Estimate {
+  std::string profileNote; ///< which thread profile was used, when not an exact one
+  StepTime step;
+  double stepUs = 0;
+  int64_t stepsPerEpoch = 0;
+  double epochSeconds = 0;      ///< the training steps of one epoch
+  double evaluationSeconds = 0; ///< one evaluation of the evaluation samples
+  double totalSeconds = 0;      ///< every epoch, its evaluation, and the final one
+  double imagesPerSecond = 0;
+  MemoryUse memory;                  ///< per rank
+  std::vector<ScalingPoint> scaling; ///< 1, 2, 4, ... maxRanks and `ranks`
+  double efficiency = 1;             ///< at `ranks`
+  /// The rank count beyond which doubling shortens an epoch by less than
+  /// 10% (or the largest in the table when it never stops paying).
+  int stopsPayingAt = 1;
+  std::optional<Partition> partition;
+  int microBatches = 0;
+  double bubble = 0;
+};
+
+/// Estimates a run of `plan` (a training plan of one replica, at the run's
+/// optimizer and bucket size) on `table`.
+Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan &plan,
+                                    const CostTable &table, const EstimateRequest &request);
+
+} // namespace netc::cost

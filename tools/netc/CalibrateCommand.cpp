@@ -1,0 +1,90 @@
+// CalibrateCommand.cpp -- `netc calibrate -o FILE [--device cpu]
+// [--threads-list 1,2] [--ranks N] [--iterations N] [--overwrite]`:
+// measures a cost table with short micro-benchmarks (api/Calibrate.cpp) and
+// writes it for `--cost-model FILE`. Under --ranks N (or mpirun) the ranks
+// first measure the link between them. A progress line on stderr.
+#include "CommandSupport.h"
+#include "RankLauncher.h"
+
+#include "netc/Estimate.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace netc::cli {
+
+namespace {
+
+struct CalibrateArgs {
+  CalibrateSettings settings;
+  RankRequest ranks;
+  bool quiet = false;
+  std::vector<std::string> commandLine;
+};
+
+void showProgress(void *context, int done, int total, const std::string &what) {
+  const bool terminal = *static_cast<bool *>(context);
+  if (terminal)
+    std::fprintf(stderr, "\r\033[Kcalibrating: %d/%d %s", done, total, done == total ? "" : what.c_str());
+  else
+    std::fprintf(stderr, "calibrating: %d/%d %s\n", done, total, done == total ? "" : what.c_str());
+  if (terminal && done == total)
+    std::fprintf(stderr, "\n");
+}
+
+int runCalibrate(CalibrateArgs &args) {
+  CalibrateSettings &s = args.settings;
+  if (auto done = settleLaunch(args.ranks, "cpu", 0, args.commandLine, s.launch))
+    return *done;
+  std::string command = "netc calibrate";
+  for (size_t i = 1; i < args.commandLine.size(); ++i)
+    if (args.commandLine[i] != "calibrate")
+      command += " " + args.commandLine[i];
+  s.command = command;
+  bool terminal = isatty(fileno(stderr)) != 0;
+  const bool report = !args.quiet && s.launch.rank == 0;
+  CalibrateResult r = calibrate(s, report ? showProgress : nullptr, &terminal);
+  if (!r.ok()) {
+    std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
+    return r.failure == FailureKind::Usage ? kUsageError : kInputError;
+  }
+  if (s.launch.rank != 0)
+    return kSuccess;
+  if (!args.quiet)
+    for (const std::string &line : r.lines)
+      std::printf("%s\n", line.c_str());
+  std::printf("wrote the cost table %s in %.1f s; use it with --cost-model %s\n", r.outPath.c_str(),
+              r.seconds, r.outPath.c_str());
+  return kSuccess;
+}
+
+} // namespace
+
+void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine) {
+  auto args = std::make_shared<CalibrateArgs>();
+  args->commandLine = commandLine;
+  CalibrateSettings &s = args->settings;
+  CLI::App *cmd = app.add_subcommand(
+      "calibrate", "Measure this machine's cost table (for netc estimate and the partition) with short "
+                   "micro-benchmarks");
+  addPathOption(*cmd, "-o,--out", s.outPath, "Where the cost table goes (JSON)", "name the table's file")
+      ->required();
+  cmd->add_option("--device", s.device, "What to measure: cpu")
+      ->check(CLI::IsMember({"cpu"}))
+      ->capture_default_str();
+  cmd->add_option("--threads-list", s.threads,
+                  "Thread counts to measure, comma-separated (default: 1 and all cores)")
+      ->delimiter(',');
+  addIntegerOption(*cmd, "--iterations", s.iterations, int64_t{1}, int64_t{1000}, "Timed steps per network")
+      ->capture_default_str();
+  addCpuIsaOption(*cmd, s.cpuIsa);
+  addRanksOption(*cmd, args->ranks);
+  cmd->add_option("--comm-timeout", s.commTimeout, "Seconds any rank waits for the others")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  cmd->add_flag("--overwrite", s.overwrite, "Replace the file if it exists");
+  cmd->add_flag("--quiet,-q", args->quiet, "Print only where the table went");
+  cmd->callback([args, &exitCode] { exitCode = runCalibrate(*args); });
+}
+
+} // namespace netc::cli

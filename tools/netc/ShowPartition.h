@@ -1,0 +1,38 @@
+// ShowPartition.h -- `netc show FILE --partition K`: the network cut into K
+// pipeline stages by the partitioning pass (codegen/Partition.h) with a cost
+// table, as a table of stages (layers, time, memory, cut traffic) or JSON;
+// ShowCommand.cpp draws the dot picture with the stages coloured.
+#pragma once
+
+#include "codegen/Partition.h"
+#include "ir/Network.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace netc::cli {
+
+struct PartitionFlags {
+  int stages = 0;        // --partition K (0: none)
+  int microBatches = 0;  // --micro-batches M (0: 4 K)
+  std::string costModel; // --cost-model (empty: cpu)
+};
+
+/// A partition and what it was computed with.
+struct ShownPartition {
+  cost::Partition partition;
+  std::string costTable;
+  int64_t microBatch = 0;
+  int microBatches = 0;
+};
+
+/// Partitions `net` (training plan, SGD with momentum) at `batch` samples a
+/// step; prints the error and returns nothing when it cannot.
+std::optional<ShownPartition> partitionForShow(const ir::Network &net, const PartitionFlags &flags,
+                                               int64_t batch);
+
+void printPartitionText(const ir::Network &net, const ShownPartition &shown);
+nlohmann::json partitionJson(const ir::Network &net, const ShownPartition &shown);
+
+} // namespace netc::cli
