@@ -4,7 +4,8 @@
 // batch sizes and each thread count; each op kind's overhead and rate come
 // from a least-squares fit of its times against its work (relative errors
 // weighted alike). A step's host overhead is a whole step's time less its
-// ops', and a sample's is the trainer's gather of a batch. With several
+// ops', and a sample's is the trainer's gather of a batch; checkpoint writes
+// are timed in the table's folder. With several
 // ranks, all-reduces of a few sizes measure the link between them (α + n/β)
 // first; rank 0 then measures the rest alone and writes the table.
 #include "api/Backends.h"
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +34,9 @@
 #include <optional>
 #include <random>
 #include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace netc {
 
@@ -352,6 +357,66 @@ Expected<cost::Link> measureLink(comm::Communicator &comm, std::vector<std::stri
   return link;
 }
 
+std::string today();
+
+/// Writes `bytes` bytes as a checkpoint is written (a temporary file,
+/// fsync, rename, fsync of the folder) in `folder`; the microseconds it took.
+Expected<double> timeCheckpointWrite(const std::filesystem::path &folder, const std::vector<char> &bytes) {
+  const std::string name = fmt::format(".netc-calibrate-{}", ::getpid());
+  const std::filesystem::path temporary = folder / (name + ".tmp"), target = folder / name;
+  const auto start = Clock::now();
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return fail(fmt::format("cannot write in {} to time checkpoint writes: {}", folder.string(),
+                            std::strerror(errno)));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n <= 0)
+      break;
+    written += static_cast<size_t>(n);
+  }
+  const bool ok = written == bytes.size() && ::fsync(fd) == 0;
+  ::close(fd);
+  std::error_code ec;
+  if (!ok || ::rename(temporary.c_str(), target.c_str()) != 0) {
+    std::filesystem::remove(temporary, ec);
+    return fail(fmt::format("cannot write in {} to time checkpoint writes: {}", folder.string(),
+                            std::strerror(errno)));
+  }
+  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+  const double us = microsecondsSince(start);
+  std::filesystem::remove(target, ec);
+  return us;
+}
+
+/// The storage of the folder a run would write in: checkpoint writes of 64 KiB and 4 MiB.
+Expected<cost::Storage> measureStorage(const std::filesystem::path &folder, std::vector<std::string> &lines) {
+  std::vector<Sample> samples;
+  for (size_t size : {size_t{64} << 10, size_t{4} << 20}) {
+    const std::vector<char> bytes(size, 'x');
+    std::vector<double> runs;
+    for (int rep = 0; rep < 5; ++rep) {
+      auto us = timeCheckpointWrite(folder, bytes);
+      if (!us)
+        return us.error();
+      runs.push_back(*us);
+    }
+    samples.push_back({double(size), 0, medianOf(runs)});
+    lines.push_back(fmt::format("checkpoint write of {} bytes in {}: {:.0f} us", size, folder.string(),
+                                samples.back().microseconds));
+  }
+  const cost::OpRate fit = fitRate(samples, false);
+  cost::Storage storage;
+  storage.overheadUs = fit.overheadUs;
+  storage.bytesPerSecond = fit.rate;
+  storage.source = fmt::format("measured by netc calibrate in {} on {}", folder.string(), today());
+  return storage;
+}
+
 std::string today() {
   const std::time_t now = std::time(nullptr);
   char text[32];
@@ -377,11 +442,20 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     return refuse(FailureKind::Usage,
                   fmt::format("--iterations must be from 1 to 1000, got {}", s.iterations));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // A GPU has one profile (threads 0: the host's threads do not matter).
+  const bool gpu = s.device.rfind("cuda", 0) == 0;
+  if (gpu && (!s.threads.empty() || s.launch.size > 1))
+    return refuse(FailureKind::Usage,
+                  "--device cuda measures one GPU: --threads-list and --ranks are for the "
+                  "CPU (a GPU table's links come from public figures until NCCL's are "
+                  "measured)");
   std::vector<int> threads = s.threads;
-  if (threads.empty())
+  if (gpu)
+    threads = {0};
+  else if (threads.empty())
     threads = cores > 1 ? std::vector<int>{1, cores} : std::vector<int>{1};
   for (int t : threads)
-    if (t < 1 || t > kMaxThreads)
+    if (!gpu && (t < 1 || t > kMaxThreads))
       return refuse(FailureKind::Usage,
                     fmt::format("--threads: each count must be from 1 to {}, got {}", kMaxThreads, t));
   std::sort(threads.begin(), threads.end());
@@ -392,9 +466,10 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
 
   cost::CostTable table;
   // The links: measured between the ranks of a job, else the built-in table's.
-  if (auto builtin = cost::builtinCostTable(kDefaultCpuCostTable))
+  const auto builtin = cost::builtinCostTable(gpu ? kDefaultGpuCostTable : kDefaultCpuCostTable);
+  if (builtin)
     table.links = builtin->links;
-  auto joined = training::joinCommunicator(s.launch, "cpu", "", s.commTimeout);
+  auto joined = training::joinCommunicator(s.launch, "cpu", "", s.commTimeout); // MPI between CPU ranks
   if (!joined)
     return refuse(FailureKind::Input, joined.message());
   comm::Communicator &comm = **joined;
@@ -414,13 +489,15 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   const int total = static_cast<int>(threads.size() * std::size(kProbes) * std::size(kBatches));
   int done = 0;
   std::string deviceName;
-  const std::string backendName = s.device == "cpu" ? "cpu" : "cuda";
+  const std::string backendName = gpu ? "cuda" : "cpu";
   for (int t : threads) {
     ProfileSamples samples;
     for (const Probe &probe : kProbes)
       for (int64_t batch : kBatches) {
         if (progress)
-          progress(context, done, total, fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t));
+          progress(context, done, total,
+                   gpu ? fmt::format("{} at batch {}", probe.name, batch)
+                       : fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t));
         if (Status st = measureProbe(probe, batch, t, s, samples); !st)
           return refuse(FailureKind::Input, st.message());
         ++done;
@@ -433,7 +510,8 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     profile.sampleOverheadUs = gatherMicrosecondsPerSample();
     table.profiles.push_back(std::move(profile));
     deviceName = samples.device;
-    result.lines.push_back(fmt::format("{} thread(s): {} op kinds fitted, step overhead {:.1f} us", t,
+    result.lines.push_back(fmt::format("{}: {} op kinds fitted, step overhead {:.1f} us",
+                                       gpu ? std::string("the GPU") : fmt::format("{} thread(s)", t),
                                        samples.ops.size(), table.profiles.back().stepOverheadUs));
   }
   if (progress)
@@ -447,11 +525,19 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
                       fmt::format("no calibration network ran op '{}'", plan::opName(kind)));
     }
   table.backend = backendName;
-  table.device = fmt::format("{}, {} cores", deviceName, cores);
+  table.device = gpu ? deviceName : fmt::format("{}, {} cores", deviceName, cores);
   table.source =
       fmt::format("measured by `{}` on {}", s.command.empty() ? "netc calibrate" : s.command, today());
-  table.memoryBytes = machineMemoryBytes();
-  table.devicesPerNode = cores;
+  // A GPU's memory is not queried here: the built-in GPU table's (80 GiB).
+  table.memoryBytes = gpu && builtin ? builtin->memoryBytes : machineMemoryBytes();
+  table.devicesPerNode = gpu && builtin ? builtin->devicesPerNode : cores;
+  {
+    std::filesystem::path folder = std::filesystem::path(s.outPath).parent_path();
+    auto storage = measureStorage(folder.empty() ? std::filesystem::path(".") : folder, result.lines);
+    if (!storage)
+      return refuse(FailureKind::Input, storage.message());
+    table.storage = std::move(*storage);
+  }
   const std::string text = cost::costTableJson(table);
   // Check what is written reads back, then write it whole or not at all.
   if (auto back = cost::parseCostTable(text, s.outPath); !back)

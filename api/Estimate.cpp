@@ -38,7 +38,8 @@ Expected<cost::Estimate> estimateRun(const ir::Network &net, const plan::Plan &p
   cost::EstimateRequest request;
   request.batch = std::max<int64_t>(1, s.batch) * std::max<int64_t>(1, s.accumulate);
   request.ranks = ranks;
-  request.threads = estimatedThreads(s.threads, ranks);
+  // Every rank, and with stages every stage of each, shares this machine's cores.
+  request.threads = estimatedThreads(s.threads, ranks * std::max(1, stages));
   request.trainSamples = samples.train;
   request.evaluationSamples = samples.evaluated;
   request.finalTestSamples = samples.finalTest;
@@ -46,6 +47,8 @@ Expected<cost::Estimate> estimateRun(const ir::Network &net, const plan::Plan &p
   request.stages = stages;
   request.microBatches = microBatches;
   request.maxRanks = std::max(maxRanks, ranks);
+  // A checkpoint holds the parameters and the optimizer state.
+  request.checkpointBytes = 4 * plan.arenaElements * (1 + static_cast<int64_t>(plan.stateArenas.size()));
   return cost::estimateTraining(net, plan, table, request);
 }
 
@@ -68,6 +71,7 @@ void fill(EstimateResult &r, const cost::Estimate &e, const ir::Network &net) {
   r.exposedCommSeconds = e.step.exposedCommUs * 1e-6;
   r.epochSeconds = e.epochSeconds;
   r.evaluationSeconds = e.evaluationSeconds;
+  r.checkpointSeconds = e.checkpointSeconds;
   r.totalSeconds = e.totalSeconds;
   r.imagesPerSecond = e.imagesPerSecond;
   r.parameterBytes = e.memory.parameters;
@@ -123,6 +127,8 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
                           1 << 20, 1 << 20)));
   if (s.batch == 0)
     s.batch = 1; // online SGD, as netc train
+  if (settings.microBatches > 0 && settings.stages == 0)
+    return refuse(usage("--micro-batches splits the steps of a pipeline: it needs --partition K"));
   if (onPaper)
     s.dataDir = "(on paper)"; // checkSettings wants a folder; nothing is read from it
   s.maxMemory = UINT64_MAX;   // the estimate reports the memory instead of refusing it
@@ -183,7 +189,9 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
   result.evaluationSamples = samples.evaluated;
   result.finalTestSamples = samples.finalTest;
   result.ranks = settings.ranks;
-  result.threads = estimatedThreads(s.threads, settings.ranks);
+  // A device's profile (threads 0) does not depend on the host's threads.
+  const int threads = estimatedThreads(s.threads, settings.ranks * std::max(1, settings.stages));
+  result.threads = table->profileFor(threads).threads == 0 ? 0 : threads;
   result.stages = settings.stages;
   fill(result, *estimate, net);
   const cost::ComputeProfile &profile = table->profileFor(result.threads);

@@ -419,16 +419,20 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     const SampleCounts counts{data->train.count, data->evaluated() ? data->evaluated()->count : 0,
                               data->test ? data->test->count : 0};
     if (auto e = estimateRun(net, plan->plan, *costTable, estimated, comm.size(), counts)) {
-      result.estimate =
-          RunEstimate{costTableLabel,
-                      e->profileNote,
-                      e->stepUs * 1e-6,
-                      e->epochSeconds,
-                      e->evaluationSeconds,
-                      e->totalSeconds,
-                      e->totalSeconds - double(s.epochs) * (e->epochSeconds + e->evaluationSeconds)};
-      options.estimate = train::TrainOptions::Estimate{costTableLabel, e->stepUs * 1e-6, e->epochSeconds,
-                                                       e->evaluationSeconds};
+      RunEstimate estimate;
+      estimate.costTable = costTableLabel;
+      estimate.note = e->profileNote;
+      estimate.stepSeconds = e->stepUs * 1e-6;
+      estimate.epochSeconds = e->epochSeconds;
+      estimate.evaluationSeconds = e->evaluationSeconds;
+      estimate.checkpointSeconds = e->checkpointSeconds;
+      estimate.totalSeconds = e->totalSeconds;
+      estimate.finalTestSeconds =
+          e->totalSeconds -
+          double(s.epochs) * (e->epochSeconds + e->evaluationSeconds + e->checkpointSeconds);
+      result.estimate = estimate;
+      options.estimate = train::TrainOptions::Estimate{costTableLabel, estimate.stepSeconds, e->epochSeconds,
+                                                       e->evaluationSeconds, e->checkpointSeconds};
     }
   }
   if (listener) {

@@ -256,9 +256,12 @@ std::vector<LayerCost> layerCosts(const ir::Network &network, const plan::Plan &
   for (size_t i = plan.backwardEnd; i < plan.updateEnd && i < plan.ops.size(); ++i)
     if (plan.ops[i].kind == OpKind::Update) {
       updateUs += opMicroseconds(plan, i, profile, 1);
-      updateElements += double(plan.ops[i].get<plan::UpdateAttrs>().count);
       slots = std::max(slots, plan.ops[i].get<plan::UpdateAttrs>().stateSlots);
     }
+  // Shared out by the trained values (the arena's alignment padding goes with them).
+  for (const plan::Parameter &p : plan.parameters)
+    if (p.trained)
+      updateElements += double(p.count);
   const bool training = plan.gradientArena >= 0;
   for (const plan::Parameter &p : plan.parameters) {
     std::set<int> owners;

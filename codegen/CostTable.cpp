@@ -401,7 +401,7 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
   int64_t memory = 0, devicesPerNode = 0;
   if (!reader.object(root, "",
                      {"netc_cost_table", "backend", "device", "source", "memory_bytes", "devices_per_node",
-                      "profiles", "links"}) ||
+                      "profiles", "links", "storage"}) ||
       !reader.string(root, "", "backend", true, table.backend))
     return false;
   if (table.backend != "cpu" && table.backend != "cuda")
@@ -447,6 +447,16 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
     if (!readLink(reader, *links, name, link))
       return false;
     table.links.emplace(std::string(name), std::move(link));
+  }
+  if (const auto storage = root.find("storage"); storage != root.end()) {
+    Storage s;
+    if (!reader.object(*storage, "storage", {"overhead_us", "bytes_per_second", "source"}) ||
+        !reader.number(*storage, "storage", "overhead_us", false, kMaxMicroseconds, "1e9", s.overheadUs) ||
+        !reader.number(*storage, "storage", "bytes_per_second", true, kMaxBytesPerSecond, "1e15 (1 PB/s)",
+                       s.bytesPerSecond) ||
+        !reader.string(*storage, "storage", "source", false, s.source))
+      return false;
+    table.storage = std::move(s);
   }
   return true;
 }
@@ -567,6 +577,10 @@ std::string costTableJson(const CostTable &table) {
                                   {"source", found->second.source}};
   }
   out["links"] = std::move(links);
+  if (table.storage)
+    out["storage"] = {{"overhead_us", table.storage->overheadUs},
+                      {"bytes_per_second", table.storage->bytesPerSecond},
+                      {"source", table.storage->source}};
   return out.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 

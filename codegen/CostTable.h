@@ -62,6 +62,15 @@ struct Link {
 
 inline constexpr std::string_view kIntraNode = "intra-node", kInterNode = "inter-node";
 
+/// Writing a checkpoint of n bytes (write, fsync, rename, fsync of the
+/// folder, as runtime/train does) takes overheadUs + n / bytesPerSecond.
+struct Storage {
+  double overheadUs = 0;
+  double bytesPerSecond = 1;
+  std::string source;
+  double writeUs(double bytes) const { return overheadUs + bytes / bytesPerSecond * 1e6; }
+};
+
 struct CostTable {
   std::string backend;                            ///< the backend it was measured on: "cpu", "cuda"
   std::string device;                             ///< what it was measured on, in words
@@ -70,6 +79,8 @@ struct CostTable {
   int devicesPerNode = 1;                         ///< ranks that share the intra-node link
   std::vector<ComputeProfile> profiles;           ///< by increasing threads, at least one
   std::map<std::string, Link, std::less<>> links; ///< kIntraNode and kInterNode
+  /// Checkpoint writes (optional: a table without it leaves them out).
+  std::optional<Storage> storage;
 
   /// The profile for `threads` (0: the machine's cores): the one measured at
   /// that count, else the nearest below (or the smallest) -- `note` then

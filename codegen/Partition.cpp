@@ -408,10 +408,15 @@ Error memoryError(const PartitionRequest &request, const LayerGraph &graph, cons
                             plural(worstInFlight, "micro-batch", "es"), plural(request.microBatch, "sample"),
                             limit, plural(stageCount, "stage")));
   const int64_t least = leastMemoryPerDevice(costs);
+  std::string leastText = byteSizeText(static_cast<uint64_t>(least)), limitText = limit;
+  if (leastText == limitText) { // the same when rounded: the bytes tell them apart
+    leastText += fmt::format(" ({} bytes)", least);
+    limitText += fmt::format(" ({} bytes)", request.memoryLimit);
+  }
   return fail(fmt::format("no partition of {} into {} fits {} per device: the least memory per device any "
                           "needs is {}; try more stages, a smaller micro-batch or a larger limit",
-                          plural(costs.layerCount(), "layer"), plural(stageCount, "stage"), limit,
-                          byteSizeText(static_cast<uint64_t>(least))));
+                          plural(costs.layerCount(), "layer"), plural(stageCount, "stage"), limitText,
+                          leastText));
 }
 
 Partition describePartition(const PartitionRequest &request, const LayerGraph &graph, const StageCosts &costs,

@@ -1,12 +1,15 @@
 // TrainingEstimate.cpp -- a run's estimate (TrainingEstimate.h): the step
 // from the cost model, the epoch as the trainer cuts it (global steps of
 // ranks × batch, the last one short), each evaluation in batches over the
-// ranks' shares, weak scaling over doubling rank counts, and with stages the
-// pipeline of micro-batches through the partition.
+// ranks' shares, each epoch's two checkpoint writes, weak scaling over doubling rank counts, and with stages
+// the pipeline of micro-batches through the partition.
 #include "codegen/TrainingEstimate.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace netc::cost {
 
@@ -16,11 +19,13 @@ int64_t ceilDiv(int64_t a, int64_t b) {
   return b > 0 ? (a + b - 1) / b : 0;
 }
 
-/// Seconds of one epoch's training steps at `ranks` ranks of `batch` each.
-double epochSecondsAt(const plan::Plan &plan, const CostTable &table, const ComputeProfile &profile,
-                      int64_t batch, int ranks, int64_t samples, double *stepUs) {
-  const Link &link = table.linkFor(ranks);
-  const double full = stepTime(plan, profile, batch, ranks, link).totalUs();
+/// Microseconds of a step at `batch` samples per rank on `ranks` ranks.
+using StepFunction = std::function<double(int64_t batch, int ranks)>;
+
+/// Seconds of one epoch's training steps at `ranks` ranks of `batch` each
+/// (the last step short); `stepUs` receives a full step's time.
+double epochSecondsAt(const StepFunction &step, int64_t batch, int ranks, int64_t samples, double *stepUs) {
+  const double full = step(batch, ranks);
   if (stepUs)
     *stepUs = full;
   const int64_t global = batch * ranks;
@@ -28,8 +33,7 @@ double epochSecondsAt(const plan::Plan &plan, const CostTable &table, const Comp
   if (steps == 0)
     return 0;
   const int64_t rest = samples - (steps - 1) * global; // the last step's samples, over every rank
-  const double last = stepTime(plan, profile, ceilDiv(rest, ranks), ranks, link).totalUs();
-  return (double(steps - 1) * full + last) * 1e-6;
+  return (double(steps - 1) * full + step(ceilDiv(rest, ranks), ranks)) * 1e-6;
 }
 
 /// Seconds to evaluate `samples` shared among `ranks`, `batch` at a time.
@@ -54,27 +58,32 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
   Estimate e;
   const ComputeProfile &profile = table.profileFor(r.threads, &e.profileNote);
   e.step = stepTime(plan, profile, r.batch, r.ranks, table.linkFor(r.ranks));
-  e.stepsPerEpoch = ceilDiv(r.trainSamples, r.batch * r.ranks);
-  e.epochSeconds = epochSecondsAt(plan, table, profile, r.batch, r.ranks, r.trainSamples, &e.stepUs);
   e.memory = memoryUse(plan, r.batch);
-
+  // One device per rank; or with stages, a pipeline of K devices per rank.
+  StepFunction step = [&](int64_t batch, int ranks) {
+    return stepTime(plan, profile, batch, ranks, table.linkFor(ranks)).totalUs();
+  };
   if (r.stages > 0) {
     PartitionRequest p;
     p.layers = layerCosts(network, plan, profile);
     p.stages = r.stages;
-    e.microBatches = r.microBatches > 0 ? r.microBatches : 4 * r.stages;
+    e.microBatches =
+        r.microBatches > 0 ? r.microBatches : static_cast<int>(std::min<int64_t>(4 * r.stages, r.batch));
+    if (e.microBatches > r.batch)
+      return fail(fmt::format("--micro-batches {}: a step of {} samples has at most {} micro-batches",
+                              e.microBatches, r.batch, r.batch));
     p.microBatches = e.microBatches;
     p.microBatch = std::max<int64_t>(1, ceilDiv(r.batch, e.microBatches));
     p.link = table.linkFor(r.stages);
     p.memoryLimit = table.memoryBytes;
     auto partition = partitionLayers(p);
     if (!partition)
-      return partition.error();
+      return fail(fmt::format("--partition {}: {}", r.stages, partition.message()));
     e.partition = std::move(*partition);
     e.bubble = pipelineBubble(r.stages, e.microBatches);
-    // A pipeline's step: the micro-batches through the stages, the update,
-    // and with several pipelines the all-reduce of the largest stage's gradients.
-    double stageParameterBytes = 0;
+    // The pipelines' all-reduce: each stage's gradients over the ranks, after
+    // the micro-batches have drained (the largest stage's decides).
+    double stageGradientBytes = 0;
     for (const Stage &stage : e.partition->stages) {
       double bytes = 0;
       for (int l : stage.layers)
@@ -82,20 +91,29 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
           for (const ir::ParamRef &owner : param.owners)
             if (owner.layer == l && param.trained)
               bytes += 4.0 * double(param.count);
-      stageParameterBytes = std::max(stageParameterBytes, bytes);
+      stageGradientBytes = std::max(stageGradientBytes, bytes);
     }
-    e.stepUs = e.partition->stepUs(e.microBatches) + e.step.hostUs +
-               table.linkFor(r.ranks * r.stages).allReduceUs(stageParameterBytes, r.ranks);
-    e.epochSeconds = double(e.stepsPerEpoch) * e.stepUs * 1e-6;
+    const double pipelineUs = e.partition->stepUs(e.microBatches);
+    const int stages = r.stages;
+    step = [&, pipelineUs, stageGradientBytes, stages](int64_t batch, int ranks) {
+      return pipelineUs + profile.stepOverheadUs + profile.sampleOverheadUs * double(batch) +
+             table.linkFor(ranks * stages).allReduceUs(stageGradientBytes, ranks);
+    };
+    e.step.allReduceUs = e.step.exposedCommUs =
+        table.linkFor(r.ranks * stages).allReduceUs(stageGradientBytes, r.ranks);
     int64_t most = 0;
     for (const Stage &stage : e.partition->stages)
       most = std::max(most, stage.memoryBytes);
     e.memory = MemoryUse{};
     e.memory.other = most;
   }
+  e.stepsPerEpoch = ceilDiv(r.trainSamples, r.batch * r.ranks);
+  e.epochSeconds = epochSecondsAt(step, r.batch, r.ranks, r.trainSamples, &e.stepUs);
 
   e.evaluationSeconds = evaluationSeconds(plan, profile, r.batch, r.ranks, r.evaluationSamples);
-  e.totalSeconds = double(r.epochs) * (e.epochSeconds + e.evaluationSeconds) +
+  if (table.storage && r.checkpointBytes > 0)
+    e.checkpointSeconds = 2 * table.storage->writeUs(double(r.checkpointBytes)) * 1e-6;
+  e.totalSeconds = double(r.epochs) * (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds) +
                    evaluationSeconds(plan, profile, r.batch, r.ranks, r.finalTestSamples);
   e.imagesPerSecond = e.epochSeconds > 0 ? double(r.trainSamples) / e.epochSeconds : 0;
 
@@ -110,7 +128,7 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
   for (int n : counts) {
     ScalingPoint point;
     point.ranks = n;
-    point.epochSeconds = epochSecondsAt(plan, table, profile, r.batch, n, r.trainSamples, &point.stepUs);
+    point.epochSeconds = epochSecondsAt(step, r.batch, n, r.trainSamples, &point.stepUs);
     if (n == 1)
       oneStepUs = point.stepUs;
     point.efficiency = point.stepUs > 0 ? oneStepUs / point.stepUs : 1;

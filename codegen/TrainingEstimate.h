@@ -23,8 +23,11 @@ struct EstimateRequest {
   int64_t finalTestSamples = 0;  ///< evaluated once at the end (the test set)
   int64_t epochs = 1;
   int stages = 0;       ///< pipeline stages (0: no partition)
-  int microBatches = 0; ///< per step with stages (0: 4 · stages)
+  int microBatches = 0; ///< per step with stages, at most `batch` (0: 4 · stages, at most `batch`)
   int maxRanks = 1024;  ///< where the scaling table ends
+  /// Bytes of one checkpoint file; each epoch writes two (last and best,
+  /// as when every epoch is the best so far). 0: no checkpoints.
+  int64_t checkpointBytes = 0;
 };
 
 /// The run at one rank count, weak scaling (the same batch per rank).
@@ -41,7 +44,8 @@ struct Estimate {
   int64_t stepsPerEpoch = 0;
   double epochSeconds = 0;      ///< the training steps of one epoch
   double evaluationSeconds = 0; ///< one evaluation of the evaluation samples
-  double totalSeconds = 0;      ///< every epoch, its evaluation, and the final one
+  double checkpointSeconds = 0; ///< an epoch's checkpoint writes (0 without the table's storage)
+  double totalSeconds = 0;      ///< every epoch, its evaluation and checkpoints, and the final test
   double imagesPerSecond = 0;
   MemoryUse memory;                  ///< per rank
   std::vector<ScalingPoint> scaling; ///< 1, 2, 4, ... maxRanks and `ranks`

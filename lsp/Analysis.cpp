@@ -1,8 +1,10 @@
 // Analysis.cpp -- one document's compilation and name index (Analysis.h),
 // and the hover texts: a layer's kind, shape, nodes, function (and whether it
-// is the default), parameters and FLOPs; a bundle's geometry; a const's value.
+// is the default), parameters, FLOPs and, with a cost table, its training
+// time; a bundle's geometry; a const's value.
 #include "lsp/Analysis.h"
 
+#include "codegen/Codegen.h"
 #include "frontend/ConstEvaluator.h"
 #include "support/NumberText.h"
 
@@ -29,10 +31,26 @@ template <class Get> std::string perDim(const ir::Geometry &g, Get get) {
 
 } // namespace
 
-Analysis::Analysis(std::string name, std::string text)
+Analysis::Analysis(std::string name, std::string text, const cost::CostTable *costTable,
+                   std::string costTableName)
     : compilation_(compileSource(SourceFile(std::move(name), std::move(text)), CompileOptions{})),
-      lines_(compilation_->file.text()) {
+      costTable_(costTable), costTableName_(std::move(costTableName)), lines_(compilation_->file.text()) {
   index();
+}
+
+const std::vector<cost::LayerCost> &Analysis::layerCosts() const {
+  if (layerCosts_)
+    return *layerCosts_;
+  layerCosts_.emplace();
+  if (!costTable_ || compilation_->diags.hasErrors())
+    return *layerCosts_;
+  plan::PlanOptions options; // SGD with momentum, sizes only: nothing is allocated or run
+  options.update.hyper.momentum = 0.9f;
+  options.buildTables = false;
+  options.maxMemoryBytes = UINT64_MAX;
+  if (auto plan = plan::buildPlan(compilation_->network, options))
+    *layerCosts_ = cost::layerCosts(compilation_->network, *plan, costTable_->profiles.front());
+  return *layerCosts_;
 }
 
 void Analysis::indexExpr(const ast::Expr &expr, const std::vector<std::string> &parameters) {
@@ -189,7 +207,17 @@ std::string Analysis::describeLayer(const ir::Layer &layer) const {
   }
   for (const ir::Bundle &b : layer.bundles)
     out += fmt::format("- from `{}`: {}\n", b.sourceName, ir::bundleKindName(b.kind));
-  (void)net;
+  const std::vector<cost::LayerCost> &costs = layerCosts();
+  const auto index = static_cast<size_t>(&layer - net.layers.data());
+  if (layer.kind != ir::LayerKind::Input && index < costs.size()) {
+    // A step of kHoverBatch samples: forward, backward and the layer's share of the update.
+    constexpr int64_t kHoverBatch = 32;
+    const double us = costs[index].timeUs(kHoverBatch) + costs[index].updateUs;
+    out +=
+        fmt::format("- training time: about {:.3g} us per step of {} samples (forward, backward and update; "
+                    "cost table '{}', {} thread(s))\n",
+                    us, kHoverBatch, costTableName_, costTable_->profiles.front().threads);
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "api/Driver.h"
+#include "codegen/CostModel.h"
 #include "lsp/Documents.h"
 
 #include <memory>
@@ -44,8 +45,10 @@ struct AttributeUse {
 
 class Analysis {
 public:
-  /// Compiles `text` as `netc check` does (all passes) and indexes it.
-  Analysis(std::string name, std::string text);
+  /// Compiles `text` as `netc check` does (all passes) and indexes it. With
+  /// a cost table, a layer's hover adds its training time on it.
+  Analysis(std::string name, std::string text, const cost::CostTable *costTable = nullptr,
+           std::string costTableName = {});
 
   const Compilation &compilation() const { return *compilation_; }
   const SourceFile &file() const { return compilation_->file; }
@@ -74,7 +77,14 @@ private:
   std::string describeBundle(const ir::Layer &layer, const ir::Bundle &bundle) const;
   std::string describeAttribute(const ir::Layer &layer, const ir::Bundle &bundle, ir::Attr attr) const;
 
+  /// Each layer's share of a training step on the cost table (computed on
+  /// the first hover that needs it; empty when the network has errors).
+  const std::vector<cost::LayerCost> &layerCosts() const;
+
   std::unique_ptr<Compilation> compilation_;
+  const cost::CostTable *costTable_ = nullptr;
+  std::string costTableName_;
+  mutable std::optional<std::vector<cost::LayerCost>> layerCosts_;
   LineIndex lines_;
   std::vector<Declaration> declarations_;
   std::vector<NameUse> uses_;

@@ -173,7 +173,8 @@ const Analysis &Server::analysisOf(const std::string &uri) {
     std::string name = uri;
     if (name.rfind("file://", 0) == 0)
       name = name.substr(7);
-    c.analysis = std::make_unique<Analysis>(name, doc->text);
+    c.analysis =
+        std::make_unique<Analysis>(name, doc->text, options_.costTable.get(), options_.costTableName);
     c.version = doc->version;
     c.text = doc->text;
   }
@@ -661,12 +662,14 @@ json Server::codeActions(const json &params) {
 
 // ---- the stdio loop ----
 
-int runServer(int inFd, int outFd, int debounceMilliseconds) {
+int runServer(int inFd, int outFd, int debounceMilliseconds, ServerOptions options) {
   bool outputOpen = true;
-  Server server([&](const json &message) {
-    if (outputOpen)
-      outputOpen = writeMessage(outFd, message.dump(-1, ' ', false, json::error_handler_t::replace));
-  });
+  Server server(
+      [&](const json &message) {
+        if (outputOpen)
+          outputOpen = writeMessage(outFd, message.dump(-1, ' ', false, json::error_handler_t::replace));
+      },
+      std::move(options));
   MessageReader reader(inFd);
   std::string body, error;
   while (!server.exited() && outputOpen) {

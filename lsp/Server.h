@@ -35,10 +35,18 @@ enum ErrorCode : int {
 /// ones are answered with a ParseError and never parsed.
 constexpr size_t kMaxJsonDepth = 512;
 
+/// What the server is started with: the cost table its layer hovers give a
+/// training time from (none: no times). It never measures anything.
+struct ServerOptions {
+  std::shared_ptr<const cost::CostTable> costTable;
+  std::string costTableName;
+};
+
 class Server {
 public:
   using Send = std::function<void(const nlohmann::json &message)>;
-  explicit Server(Send send) : send_(std::move(send)) {}
+  explicit Server(Send send, ServerOptions options = {})
+      : send_(std::move(send)), options_(std::move(options)) {}
 
   /// Handles one message body as read from the transport (a JSON parse
   /// error, or nesting deeper than kMaxJsonDepth, is answered with a
@@ -91,6 +99,7 @@ private:
   void didChange(const nlohmann::json &params);
 
   Send send_;
+  ServerOptions options_;
   Documents documents_;
   struct Cached {
     int64_t version = -1;
@@ -107,6 +116,6 @@ private:
 /// Serves LSP over file descriptors until `exit` or the end of input;
 /// returns the process exit status. Diagnostics are published once no
 /// message has arrived for `debounceMilliseconds`.
-int runServer(int inFd, int outFd, int debounceMilliseconds);
+int runServer(int inFd, int outFd, int debounceMilliseconds, ServerOptions options = {});
 
 } // namespace netc::lsp

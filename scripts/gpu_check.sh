@@ -39,8 +39,10 @@
 #     NETC_STEP_TIMEOUT seconds (default 240; the sanitizers, the benchmark
 #     and the main job get twice that), so a hang costs one step, not the
 #     lease; the benchmark's rounds are NETC_BENCH_ROUNDS (default 5).
+#     The calibrate step measures the GPU's cost table (netc calibrate
+#     --device cuda) into summary.json, for codegen/cost/ (docs/estimate.md).
 #     NETC_GPU_CHECK_STEPS names the steps to run (default all: "gpu_tests
-#     train bench main_job memcheck racecheck"; nvidia_smi always runs), so
+#     train calibrate bench main_job memcheck racecheck"; nvidia_smi always runs), so
 #     a second try in a lease can redo only what failed.
 #
 #     compute-sanitizer: memcheck reports CUDA API errors too, and NCCL's
@@ -149,19 +151,19 @@ PY
   )
   export LD_LIBRARY_PATH="$root/lib${wheels:+:$wheels}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local limit=${NETC_STEP_TIMEOUT:-240}
-  local steps=" ${NETC_GPU_CHECK_STEPS:-gpu_tests train bench main_job memcheck racecheck} "
+  local steps=" ${NETC_GPU_CHECK_STEPS:-gpu_tests train calibrate bench main_job memcheck racecheck} "
   local step
   for step in $steps; do
     case $step in
-    gpu_tests | train | bench | main_job | memcheck | racecheck) ;;
+    gpu_tests | train | calibrate | bench | main_job | memcheck | racecheck) ;;
     *)
-      echo "gpu_check.sh: NETC_GPU_CHECK_STEPS names '$step'; the steps are gpu_tests train bench main_job memcheck racecheck" >&2
+      echo "gpu_check.sh: NETC_GPU_CHECK_STEPS names '$step'; the steps are gpu_tests train calibrate bench main_job memcheck racecheck" >&2
       exit 2
       ;;
     esac
   done
-  declare -A status=([gpu_tests]=skipped [train]=skipped [bench]=skipped [main_job]=skipped [memcheck]=skipped
-    [racecheck]=skipped)
+  declare -A status=([gpu_tests]=skipped [train]=skipped [calibrate]=skipped [bench]=skipped [main_job]=skipped
+    [memcheck]=skipped [racecheck]=skipped)
   wants() { [[ $steps == *" $1 "* ]]; }
   nvidia-smi >"$out/device.txt" 2>&1 && status[nvidia_smi]=ok || status[nvidia_smi]=failed
   {
@@ -195,6 +197,13 @@ PY
     ) >"$out/train.log" 2>&1 && status[train]=ok || status[train]=failed
     rm -rf "$out"/train-run-*
     tail_log "$out/train.log"
+  fi
+  # The GPU's cost table (netc calibrate --device cuda), for codegen/cost/ in
+  # place of the public figures; its lines go to device.txt, the table into
+  # summary.json (under "calibrate").
+  if wants calibrate; then
+    timeout "$limit" bin/netc calibrate --device cuda -o "$out/cost-gpu.json" --overwrite >>"$out/device.txt" 2>&1 &&
+      status[calibrate]=ok || status[calibrate]=failed
   fi
   # The benchmark's and the main job's JSON go into summary.json, not files of
   # their own (the device tool brings back 8 files).
@@ -236,13 +245,14 @@ PY
     tail_log "$out/$tool.log"
   done
   python3 - "$out" "${status[nvidia_smi]}" "${status[gpu_tests]}" "${status[memcheck]}" "${status[racecheck]}" \
-    "${status[train]}" "${status[bench]}" "${status[main_job]}" <<'PY'
+    "${status[train]}" "${status[bench]}" "${status[main_job]}" "${status[calibrate]}" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "train", "bench", "main_job"], sys.argv[2:]))
+steps = dict(zip(["nvidia_smi", "gpu_tests", "memcheck", "racecheck", "train", "bench", "main_job", "calibrate"],
+                 sys.argv[2:]))
 summary = {"steps": steps}
-# The benchmark's and the main job's figures live in summary.json only (their logs keep the tables).
-for key, name in (("bench", "bench.json"), ("main_job", "main-job.json")):
+# The benchmark's, the main job's and the cost table's figures live in summary.json only (their logs keep the tables).
+for key, name in (("bench", "bench.json"), ("main_job", "main-job.json"), ("calibrate", "cost-gpu.json")):
     path = os.path.join(out, name)
     try:
         summary[key] = json.load(open(path))

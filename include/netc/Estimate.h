@@ -40,14 +40,6 @@ struct EstimateStage {
   int64_t memoryBytes = 0, bytesIn = 0, bytesOut = 0;
 };
 
-/// One op of the training plan at the run's batch, as `netc bench --profile` times it.
-struct EstimateOp {
-  std::string section; ///< forward, loss, backward or update
-  std::string op;      ///< the op's name (codegen/Ops.def)
-  std::string output;  ///< the buffer it writes
-  double microseconds = 0;
-};
-
 struct EstimateScaling {
   int ranks = 1;
   double stepSeconds = 0, epochSeconds = 0, efficiency = 1;
@@ -68,13 +60,16 @@ struct EstimateResult {
   double forwardSeconds = 0, lossSeconds = 0, backwardSeconds = 0, updateSeconds = 0, hostSeconds = 0;
   double allReduceSeconds = 0, exposedCommSeconds = 0; ///< per step
   double epochSeconds = 0, evaluationSeconds = 0, totalSeconds = 0, imagesPerSecond = 0;
+  double checkpointSeconds = 0; ///< an epoch's checkpoint writes (0: the table has no storage figures)
   int64_t parameterBytes = 0, gradientBytes = 0, optimizerBytes = 0, tableBytes = 0, activationBytes = 0,
           inputBytes = 0, otherBytes = 0, memoryBytes = 0; ///< per rank
   uint64_t deviceMemoryBytes = 0;                          ///< the table's memory per device
   double efficiency = 1;
   int stopsPayingAt = 1;
   std::vector<EstimateScaling> scaling;
-  std::vector<EstimateOp> ops; ///< every op of one rank's step, in plan order
+  /// Every op of one rank's step with its predicted time, in plan order (as
+  /// `netc bench --profile` lists the measured ones).
+  std::vector<OpProfile> ops;
   int stages = 0, microBatches = 0;
   double bubble = 0;
   int64_t cutBytes = 0;

@@ -254,7 +254,8 @@ struct RunEstimate {
   std::string costTable; ///< the table's file or built-in name
   std::string note;      ///< an approximation made (another thread count's profile)
   double stepSeconds = 0, epochSeconds = 0, evaluationSeconds = 0, totalSeconds = 0;
-  double finalTestSeconds = 0; ///< the final test's share of totalSeconds
+  double checkpointSeconds = 0; ///< an epoch's checkpoint writes
+  double finalTestSeconds = 0;  ///< the final test's share of totalSeconds
 };
 
 struct TrainProgress {

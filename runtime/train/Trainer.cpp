@@ -425,6 +425,13 @@ Status Trainer::writeEpochFiles(const EpochReport &report) {
       if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
         return s;
   }
+  // The run's estimate goes in just before its first epoch line: after the
+  // checkpoints, as every metrics line.
+  if (!pendingEstimateLine_.empty()) {
+    if (Status s = writeMetrics(pendingEstimateLine_); !s)
+      return s;
+    pendingEstimateLine_.clear();
+  }
   return writeMetrics(metricsLine(report, options_.estimate));
 }
 
@@ -464,16 +471,16 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
   observer.onStart(firstEpoch_, options_.epochs, n);
   if (options_.estimate) {
     const TrainOptions::Estimate &e = *options_.estimate;
-    nlohmann::json line = {
-        {"event", "estimate"},
-        {"cost_table", e.costTable},
-        {"step_seconds", e.stepSeconds},
-        {"epoch_seconds", e.epochSeconds},
-        {"evaluation_seconds", e.evaluationSeconds},
-        {"epochs", options_.epochs - firstEpoch_},
-        {"seconds", double(options_.epochs - firstEpoch_) * (e.epochSeconds + e.evaluationSeconds)}};
-    if (Status s = writeMetrics(line.dump()); !s)
-      return Error{s.message()};
+    nlohmann::json line = {{"event", "estimate"},
+                           {"cost_table", e.costTable},
+                           {"step_seconds", e.stepSeconds},
+                           {"epoch_seconds", e.epochSeconds},
+                           {"evaluation_seconds", e.evaluationSeconds},
+                           {"checkpoint_seconds", e.checkpointSeconds},
+                           {"epochs", options_.epochs - firstEpoch_},
+                           {"seconds", double(options_.epochs - firstEpoch_) *
+                                           (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds)}};
+    pendingEstimateLine_ = line.dump();
   }
   takeMetrics(plan_, backend_); // start from clear sums
   double previousLoss = NAN;
@@ -568,8 +575,9 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
       end[eval + "_accuracy"] = *last.testAccuracy;
   }
   if (options_.estimate) {
-    const double estimated = double(summary.epochs.size()) *
-                             (options_.estimate->epochSeconds + options_.estimate->evaluationSeconds);
+    const TrainOptions::Estimate &e = *options_.estimate;
+    const double estimated =
+        double(summary.epochs.size()) * (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds);
     end["estimated_seconds"] = estimated;
     end["estimate_error_percent"] = errorPercent(estimated, summary.seconds);
   }

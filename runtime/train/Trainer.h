@@ -89,7 +89,7 @@ struct TrainOptions {
   /// seconds with the error in percent.
   struct Estimate {
     std::string costTable;
-    double stepSeconds = 0, epochSeconds = 0, evaluationSeconds = 0;
+    double stepSeconds = 0, epochSeconds = 0, evaluationSeconds = 0, checkpointSeconds = 0;
   };
   std::optional<Estimate> estimate;
 };
@@ -224,6 +224,8 @@ private:
   int64_t logEvery_ = 1;
   bool hinted_ = false;
   std::vector<std::string> metricsPaths_;
+  /// The estimate's metrics line, written with the first epoch's.
+  std::string pendingEstimateLine_;
   std::vector<float> zeroGradients_;        // runEmptyStep's (sized once)
   std::optional<FixedOrderSum> fixedOrder_; // --deterministic
   std::vector<float> fixedSum_;

@@ -18,7 +18,8 @@ using nlohmann::json;
 
 class Session {
 public:
-  Session() : server_([this](const json &m) { sent_.push_back(m); }) {}
+  explicit Session(ServerOptions options = {})
+      : server_([this](const json &m) { sent_.push_back(m); }, std::move(options)) {}
 
   Server &server() { return server_; }
   std::vector<json> &sent() { return sent_; }

@@ -428,5 +428,34 @@ TEST(Server, StdioLoopStopsWithStatus1WhenTheInputEndsInASkippedBody) {
             "skipped; the stream is unusable");
 }
 
+// A layer's hover gives its training time on the cost table the server was
+// started with, from the table alone (nothing runs); without one, none.
+TEST(Server, LayerHoverGivesTheTrainingTimeOnTheCostTable) {
+  const std::string text = "input X [100];\nhidden H [50] from X all;\noutput O [10] from H all;\n";
+  auto table = cost::builtinCostTable("cpu");
+  ASSERT_TRUE(table);
+  // Hovering the hidden layer H (line 1), then the input layer X (line 0).
+  Session with(ServerOptions{std::make_shared<const cost::CostTable>(*table), "cpu"});
+  with.initialize();
+  with.open("file:///a.net", text);
+  const std::string hover =
+      with.request("textDocument/hover", at("file:///a.net", 1, 8))["result"]["contents"]["value"];
+  EXPECT_NE(hover.find("- training time: about "), std::string::npos) << hover;
+  EXPECT_NE(
+      hover.find("us per step of 32 samples (forward, backward and update; cost table 'cpu', 1 thread(s))"),
+      std::string::npos)
+      << hover;
+  // The input layer has no time of its own.
+  const std::string input =
+      with.request("textDocument/hover", at("file:///a.net", 0, 7))["result"]["contents"]["value"];
+  EXPECT_EQ(input.find("training time"), std::string::npos) << input;
+  Session without;
+  without.initialize();
+  without.open("file:///a.net", text);
+  const std::string plain =
+      without.request("textDocument/hover", at("file:///a.net", 1, 8))["result"]["contents"]["value"];
+  EXPECT_EQ(plain.find("training time"), std::string::npos) << plain;
+}
+
 } // namespace
 } // namespace netc::lsp::testing

@@ -25,24 +25,6 @@ struct BenchArgs {
   std::vector<std::string> commandLine;
 };
 
-/// The per-op table of --profile: median microseconds per training step and
-/// each op's share of their sum, in plan order.
-void printProfile(const BenchResult &r) {
-  if (r.profile.empty())
-    return;
-  double total = 0;
-  for (const OpProfile &p : r.profile)
-    total += p.microseconds;
-  std::printf("%s",
-              fmt::format("{:<9} {:<26} {:<32} {:>10} {:>6}\n", "section", "op", "output", "us/step", "share")
-                  .c_str());
-  for (const OpProfile &p : r.profile)
-    std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f} {:>5.1f}%\n", p.section, p.op, p.output,
-                                  p.microseconds, total > 0 ? 100 * p.microseconds / total : 0.0)
-                          .c_str());
-  std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
-}
-
 int runBench(BenchArgs &args) {
   if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
     return kUsageError;
@@ -86,7 +68,7 @@ int runBench(BenchArgs &args) {
     return kSuccess;
   }
   if (args.format == "text")
-    printProfile(r);
+    printOpProfile(r.profile);
   std::printf("%s", fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"
                                 "training   {:>10.0f} images/s (median of {})\n"
                                 "inference  {:>10.0f} images/s (median of {})\n"

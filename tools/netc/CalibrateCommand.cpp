@@ -34,6 +34,7 @@ void showProgress(void *context, int done, int total, const std::string &what) {
 
 int runCalibrate(CalibrateArgs &args) {
   CalibrateSettings &s = args.settings;
+  // The ranks of a CPU job (mpirun); calibrate refuses --ranks with --device cuda.
   if (auto done = settleLaunch(args.ranks, "cpu", 0, args.commandLine, s.launch))
     return *done;
   std::string command = "netc calibrate";
@@ -69,8 +70,12 @@ void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::st
                    "micro-benchmarks");
   addPathOption(*cmd, "-o,--out", s.outPath, "Where the cost table goes (JSON)", "name the table's file")
       ->required();
-  cmd->add_option("--device", s.device, "What to measure: cpu")
-      ->check(CLI::IsMember({"cpu"}))
+  cmd->add_option("--device", s.device, "What to measure: cpu, or cuda / cuda:N (one GPU)")
+      ->check([](const std::string &v) {
+        return v == "cpu" || v == "cuda" || (v.rfind("cuda:", 0) == 0 && v.size() > 5)
+                   ? std::string()
+                   : "cpu, cuda or cuda:N";
+      })
       ->capture_default_str();
   cmd->add_option("--threads-list", s.threads,
                   "Thread counts to measure, comma-separated (default: 1 and all cores)")

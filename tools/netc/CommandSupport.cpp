@@ -171,4 +171,20 @@ std::optional<Model> loadModelOrReport(const std::string &file, const std::strin
   return std::move(loaded.model);
 }
 
+void printOpProfile(const std::vector<OpProfile> &profile) {
+  if (profile.empty())
+    return;
+  double total = 0;
+  for (const OpProfile &p : profile)
+    total += p.microseconds;
+  std::printf("%s",
+              fmt::format("{:<9} {:<26} {:<32} {:>10} {:>6}\n", "section", "op", "output", "us/step", "share")
+                  .c_str());
+  for (const OpProfile &p : profile)
+    std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f} {:>5.1f}%\n", p.section, p.op, p.output,
+                                  p.microseconds, total > 0 ? 100 * p.microseconds / total : 0.0)
+                          .c_str());
+  std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
+}
+
 } // namespace netc::cli

@@ -174,6 +174,10 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
 void addEstimateCommand(CLI::App &app, int &exitCode);
 void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
 
+/// A per-op table (`bench --profile`, `estimate --ops`): microseconds per
+/// training step and each op's share of their sum, in plan order.
+void printOpProfile(const std::vector<OpProfile> &profile);
+
 /// --cost-model FILE|NAME (estimate, show --partition, train).
 void addCostModelOption(CLI::App &app, std::string &spec);
 /// Seconds as text at a readable unit: "812 us", "3.41 ms", "12.3 s", "2.4 h".

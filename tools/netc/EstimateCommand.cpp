@@ -48,21 +48,6 @@ std::string durationText(double seconds) {
 
 namespace {
 
-/// --ops: each op's predicted time per step, as netc bench --profile lists its measured ones.
-void printOps(const EstimateResult &r) {
-  double total = 0;
-  for (const EstimateOp &op : r.ops)
-    total += op.microseconds;
-  std::printf("%s",
-              fmt::format("{:<9} {:<26} {:<32} {:>10} {:>6}\n", "section", "op", "output", "us/step", "share")
-                  .c_str());
-  for (const EstimateOp &op : r.ops)
-    std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f} {:>5.1f}%\n", op.section, op.op, op.output,
-                                  op.microseconds, total > 0 ? 100 * op.microseconds / total : 0.0)
-                          .c_str());
-  std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
-}
-
 void printText(const EstimateResult &r) {
   std::printf("estimate for network '%s' from cost table '%s' (%s)\n", r.network.c_str(), r.costTable.c_str(),
               r.costTableDevice.c_str());
@@ -74,10 +59,12 @@ void printText(const EstimateResult &r) {
                               : std::string();
   if (r.finalTestSamples > 0)
     evaluated += fmt::format(", {} in the final test", groupDigits(r.finalTestSamples));
-  std::printf("  run: %s training samples%s; batch %lld per rank on %d rank(s), %d thread(s) each; %lld "
-              "epoch(s)\n\n",
+  const std::string where = r.threads > 0  ? fmt::format("{} thread(s) each", r.threads)
+                            : r.stages > 0 ? fmt::format("{} devices each", r.stages)
+                                           : std::string("a device each");
+  std::printf("  run: %s training samples%s; batch %lld per rank on %d rank(s), %s; %lld epoch(s)\n\n",
               groupDigits(r.trainSamples).c_str(), evaluated.c_str(), static_cast<long long>(r.batch),
-              r.ranks, r.threads, static_cast<long long>(r.epochs));
+              r.ranks, where.c_str(), static_cast<long long>(r.epochs));
   std::string parts =
       fmt::format("forward {}, loss {}, backward {}, update {}, host {}", durationText(r.forwardSeconds),
                   durationText(r.lossSeconds), durationText(r.backwardSeconds), durationText(r.updateSeconds),
@@ -86,16 +73,24 @@ void printText(const EstimateResult &r) {
     parts += fmt::format(", all-reduce {} of which {} exposed", durationText(r.allReduceSeconds),
                          durationText(r.exposedCommSeconds));
   if (r.stages > 0)
-    parts = fmt::format("{} micro-batches through {} stages", r.microBatches, r.stages);
+    parts = fmt::format("{} micro-batches through {} stages{}", r.microBatches, r.stages,
+                        r.ranks > 1 ? fmt::format(", then the stages' all-reduce over {} pipelines: {}",
+                                                  r.ranks, durationText(r.allReduceSeconds))
+                                    : std::string());
   std::printf("  %-16s %-10s (%s)\n", "step", durationText(r.stepSeconds).c_str(), parts.c_str());
   std::printf("  %-16s %-10s (%s steps, %s images/s)\n", "epoch", durationText(r.epochSeconds).c_str(),
               groupDigits(r.stepsPerEpoch).c_str(), groupDigits(std::llround(r.imagesPerSecond)).c_str());
   if (r.evaluationSamples > 0)
     std::printf("  %-16s %-10s (per epoch)\n", "evaluation", durationText(r.evaluationSeconds).c_str());
+  if (r.checkpointSeconds > 0)
+    std::printf("  %-16s %-10s (per epoch: last and best)\n", "checkpoints",
+                durationText(r.checkpointSeconds).c_str());
   std::printf("  %-16s %-10s (%lld epoch(s)%s)\n", "total", durationText(r.totalSeconds).c_str(),
               static_cast<long long>(r.epochs),
-              r.evaluationSamples > 0 || r.finalTestSamples > 0 ? ", their evaluations and the final test"
-                                                                : "");
+              r.evaluationSamples > 0 || r.finalTestSamples > 0
+                  ? (r.checkpointSeconds > 0 ? ", their evaluations and checkpoints, and the final test"
+                                             : ", their evaluations and the final test")
+                  : (r.checkpointSeconds > 0 ? ", their checkpoints" : ""));
   if (r.stages > 0)
     std::printf("  %-16s %-10s (the most of any stage; %s per device)\n", "memory per rank",
                 bytesText(r.memoryBytes).c_str(),
@@ -112,9 +107,10 @@ void printText(const EstimateResult &r) {
     std::printf("  warning: %s per rank exceeds the device's %s\n", bytesText(r.memoryBytes).c_str(),
                 bytesText(static_cast<int64_t>(r.deviceMemoryBytes)).c_str());
   if (r.stages > 0) {
-    std::printf("\npipeline: %d stages, %d micro-batches of %lld samples: bubble (K-1)/(M+K-1) = %.1f%%\n",
-                r.stages, r.microBatches,
-                static_cast<long long>((r.batch + r.microBatches - 1) / r.microBatches), 100 * r.bubble);
+    std::printf(
+        "\npipeline: %d stages, %d micro-batch(es) of %lld sample(s): bubble (K-1)/(M+K-1) = %.1f%%\n",
+        r.stages, r.microBatches, static_cast<long long>((r.batch + r.microBatches - 1) / r.microBatches),
+        100 * r.bubble);
     std::printf("  %-6s %-12s %-12s %-12s %-12s %s\n", "stage", "compute", "transfer", "memory", "cut out",
                 "layers");
     for (size_t i = 0; i < r.partition.size(); ++i) {
@@ -124,7 +120,7 @@ void printText(const EstimateResult &r) {
         layers += (layers.empty() ? "" : ", ") + l;
       std::printf("  %-6zu %-12s %-12s %-12s %-12s %s\n", i, durationText(s.computeSeconds).c_str(),
                   durationText(s.transferSeconds).c_str(), bytesText(s.memoryBytes).c_str(),
-                  bytesText(s.bytesOut).c_str(), layers.c_str());
+                  i + 1 < r.partition.size() ? bytesText(s.bytesOut).c_str() : "-", layers.c_str());
     }
   }
   std::printf("\ndata-parallel scaling (batch %lld per rank):\n", static_cast<long long>(r.batch));
@@ -166,6 +162,7 @@ nlohmann::json toJson(const EstimateResult &r) {
         {"exposed_communication", r.exposedCommSeconds}}},
       {"epoch_seconds", r.epochSeconds},
       {"evaluation_seconds", r.evaluationSeconds},
+      {"checkpoint_seconds", r.checkpointSeconds},
       {"total_seconds", r.totalSeconds},
       {"images_per_second", r.imagesPerSecond},
       {"memory_per_rank",
@@ -182,7 +179,7 @@ nlohmann::json toJson(const EstimateResult &r) {
       {"stops_paying_at", r.stopsPayingAt},
       {"scaling", scaling}};
   nlohmann::json ops = nlohmann::json::array();
-  for (const EstimateOp &op : r.ops)
+  for (const OpProfile &op : r.ops)
     ops.push_back({{"section", op.section}, {"op", op.op}, {"output", op.output}, {"us", op.microseconds}});
   j["ops"] = ops;
   if (r.stages > 0) {
@@ -227,7 +224,7 @@ int runEstimate(EstimateArgs &args) {
     std::printf("%s\n", toJson(r).dump(2).c_str());
   else {
     if (args.ops)
-      printOps(r);
+      printOpProfile(r.ops);
     printText(r);
   }
   return kSuccess;
@@ -286,8 +283,9 @@ void addEstimateCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--ranks", e.ranks, 1, 1 << 20, "Data-parallel ranks");
   addIntegerOption(*cmd, "--partition", e.stages, 1, 4096,
                    "Pipeline stages K: cut the network into K stages");
-  addIntegerOption(*cmd, "--micro-batches", e.microBatches, 1, 1 << 20,
-                   "With --partition: micro-batches M per step (default 4 K)");
+  addIntegerOption(*cmd, "--micro-batches", e.microBatches, 0, 1 << 20,
+                   "With --partition: micro-batches M per step (0: 4 K)")
+      ->capture_default_str();
   addIntegerOption(*cmd, "--max-ranks", e.maxRanks, 1, 1 << 20, "The scaling table's last rank count")
       ->capture_default_str();
   addCostModelOption(*cmd, e.costModel);

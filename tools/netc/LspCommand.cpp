@@ -1,10 +1,12 @@
-// LspCommand.cpp -- `netc lsp [--debounce-ms N]`: the Net# language server
-// over stdio (lsp/Server.h). Editors start it; it exits after the client's
-// `exit` notification or at the end of its input, with status 0 after
-// `shutdown`, else 1 (and 1 when the input ends inside an oversized message
-// being skipped: docs/cli.md).
+// LspCommand.cpp -- `netc lsp [--debounce-ms N] [--cost-model FILE|NAME|none]`:
+// the Net# language server over stdio (lsp/Server.h). Editors start it; it
+// exits after the client's `exit` notification or at the end of its input,
+// with status 0 after `shutdown`, else 1 (and 1 when the input ends inside an
+// oversized message being skipped: docs/cli.md). Layer hovers give a training
+// time from the cost table (default: the built-in CPU one).
 #include "CommandSupport.h"
 
+#include "codegen/CostTable.h"
 #include "lsp/Server.h"
 
 #include <unistd.h>
@@ -13,13 +15,32 @@ namespace netc::cli {
 
 void addLspCommand(CLI::App &app, int &exitCode) {
   auto debounce = std::make_shared<int>(5);
+  auto costModel = std::make_shared<std::string>("cpu");
   CLI::App *cmd =
       app.add_subcommand("lsp", "Run the Net# language server (LSP over stdin/stdout) for editors");
   cmd->add_option("--debounce-ms", *debounce,
                   "Publish diagnostics once no message has arrived for this many milliseconds")
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
-  cmd->callback([debounce, &exitCode] { exitCode = lsp::runServer(STDIN_FILENO, STDOUT_FILENO, *debounce); });
+  cmd->add_option("--cost-model", *costModel,
+                  "Cost table of the training times in layer hovers: a file written by netc calibrate, a "
+                  "built-in one (cpu, h100), or none")
+      ->type_name("FILE|NAME|none")
+      ->capture_default_str();
+  cmd->callback([debounce, costModel, &exitCode] {
+    lsp::ServerOptions options;
+    if (*costModel != "none") {
+      auto table = cost::loadCostTable(*costModel);
+      if (!table) {
+        std::fprintf(stderr, "netc: error: --cost-model: %s\n", table.message().c_str());
+        exitCode = kUsageError;
+        return;
+      }
+      options.costTable = std::make_shared<const cost::CostTable>(std::move(*table));
+      options.costTableName = *costModel;
+    }
+    exitCode = lsp::runServer(STDIN_FILENO, STDOUT_FILENO, *debounce, std::move(options));
+  });
 }
 
 } // namespace netc::cli

@@ -98,8 +98,8 @@ std::string estimateComparison(const TrainResult &r) {
   std::sort(epochs.begin(), epochs.end());
   const size_t n = epochs.size();
   const double median = n % 2 ? epochs[n / 2] : 0.5 * (epochs[n / 2 - 1] + epochs[n / 2]);
-  const double total =
-      double(n) * (e.epochSeconds + e.evaluationSeconds) + (r.finalTest ? e.finalTestSeconds : 0);
+  const double total = double(n) * (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds) +
+                       (r.finalTest ? e.finalTestSeconds : 0);
   auto error = [](double estimated, double measured) {
     return measured > 0 ? fmt::format("{:+.1f}%", 100 * (estimated - measured) / measured) : std::string("-");
   };

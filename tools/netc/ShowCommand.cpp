@@ -270,8 +270,15 @@ void addShowCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   addIntegerOption(*cmd, "--partition", args->partition.stages, 1, 4096,
                    "Cut the network into K pipeline stages: their layers, time, memory and cut traffic");
-  addIntegerOption(*cmd, "--micro-batches", args->partition.microBatches, 1, 1 << 20,
-                   "With --partition: micro-batches M of a --batch step (default 4 K)");
+  addIntegerOption(*cmd, "--micro-batches", args->partition.microBatches, 0, 1 << 20,
+                   "With --partition: micro-batches M of a --batch step (0: 4 K)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--optimizer", args->partition.optimizer,
+         "With --partition: the optimizer whose state the stages hold (sgd with momentum 0.9, adam or "
+         "adadelta)")
+      ->check(CLI::IsMember({"sgd", "adam", "adadelta"}))
+      ->capture_default_str();
   addCostModelOption(*cmd, args->partition.costModel);
   args->compile.addTo(*cmd);
   args->colour.addTo(*cmd);

@@ -22,7 +22,10 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
   }
   plan::PlanOptions options;
   options.update.hyper.momentum = 0.9f; // SGD with momentum: one state slot
-  options.buildTables = false;          // sizes only: the table buffers' sizes are kept
+  options.update.optimizer = flags.optimizer == "adam"       ? plan::OptimizerKind::Adam
+                             : flags.optimizer == "adadelta" ? plan::OptimizerKind::AdaDelta
+                                                             : plan::OptimizerKind::Sgd;
+  options.buildTables = false; // sizes only: the table buffers' sizes are kept
   options.maxMemoryBytes = UINT64_MAX;
   auto plan = plan::buildPlan(net, options);
   if (!plan) {
@@ -31,10 +34,20 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
   }
   ShownPartition shown;
   shown.costTable = spec;
-  shown.microBatches = flags.microBatches > 0 ? flags.microBatches : 4 * flags.stages;
+  shown.microBatches = flags.microBatches > 0 ? flags.microBatches
+                                              : static_cast<int>(std::min<int64_t>(4 * flags.stages, batch));
+  if (shown.microBatches > batch) {
+    std::fprintf(stderr,
+                 "netc: error: --micro-batches %d: a step of %lld samples (--batch) has at most %lld\n",
+                 shown.microBatches, static_cast<long long>(batch), static_cast<long long>(batch));
+    return std::nullopt;
+  }
   shown.microBatch = std::max<int64_t>(1, (batch + shown.microBatches - 1) / shown.microBatches);
   cost::PartitionRequest request;
-  request.layers = cost::layerCosts(net, *plan, table->profileFor(0));
+  // Each stage on a device of its own: on the CPU, a core (the 1-thread profile).
+  const cost::ComputeProfile &profile = table->profileFor(1);
+  shown.threads = profile.threads;
+  request.layers = cost::layerCosts(net, *plan, profile);
   request.stages = flags.stages;
   request.microBatch = shown.microBatch;
   request.microBatches = shown.microBatches;
@@ -52,11 +65,11 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
 void printPartitionText(const ir::Network &net, const ShownPartition &shown) {
   const cost::Partition &p = shown.partition;
   const int k = static_cast<int>(p.stages.size());
-  std::printf(
-      "partition of network '%s' into %d stage(s) (cost table '%s'; %d micro-batches of %lld samples a "
-      "step)\n",
-      net.name.c_str(), k, shown.costTable.c_str(), shown.microBatches,
-      static_cast<long long>(shown.microBatch));
+  std::printf("partition of network '%s' into %d stage(s) (cost table '%s'%s; %d micro-batch(es) of %lld "
+              "sample(s) a step)\n",
+              net.name.c_str(), k, shown.costTable.c_str(),
+              shown.threads > 0 ? fmt::format(", {} thread(s) per stage", shown.threads).c_str() : "",
+              shown.microBatches, static_cast<long long>(shown.microBatch));
   std::printf("%-6s %-11s %-11s %-11s %-11s %-11s %s\n", "stage", "compute", "transfer", "time", "memory",
               "cut out", "layers");
   for (int i = 0; i < k; ++i) {
@@ -93,6 +106,7 @@ nlohmann::json partitionJson(const ir::Network &net, const ShownPartition &shown
                       {"bytes_out", s.bytesOut}});
   }
   return {{"cost_table", shown.costTable},
+          {"threads_per_stage", shown.threads},
           {"micro_batch", shown.microBatch},
           {"micro_batches", shown.microBatches},
           {"stages", stages},

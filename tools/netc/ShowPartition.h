@@ -14,9 +14,10 @@
 namespace netc::cli {
 
 struct PartitionFlags {
-  int stages = 0;        // --partition K (0: none)
-  int microBatches = 0;  // --micro-batches M (0: 4 K)
-  std::string costModel; // --cost-model (empty: cpu)
+  int stages = 0;                // --partition K (0: none)
+  int microBatches = 0;          // --micro-batches M (0: 4 K)
+  std::string costModel;         // --cost-model (empty: cpu)
+  std::string optimizer = "sgd"; // --optimizer: whose state the stages hold (sgd: with momentum)
 };
 
 /// A partition and what it was computed with.
@@ -25,6 +26,7 @@ struct ShownPartition {
   std::string costTable;
   int64_t microBatch = 0;
   int microBatches = 0;
+  int threads = 0; // of the table's profile each stage runs on (0: a device)
 };
 
 /// Partitions `net` (training plan, SGD with momentum) at `batch` samples a
