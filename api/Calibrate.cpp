@@ -473,37 +473,31 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   if (!joined)
     return refuse(FailureKind::Input, joined.message());
   comm::Communicator &comm = **joined;
-  if (comm.size() > 1) {
-    auto link = measureLink(comm, result.lines);
-    if (!link)
-      return refuse(FailureKind::Input, link.message());
-    link->source =
-        fmt::format("measured by netc calibrate over {} ranks of one machine on {}", comm.size(), today());
-    table.links[std::string(cost::kIntraNode)] = *link;
-    if (comm.rank() != 0) { // rank 0 measures the rest alone
-      result.seconds = microsecondsSince(started) * 1e-6;
-      return result;
-    }
-  }
-
-  const int total = static_cast<int>(threads.size() * std::size(kProbes) * std::size(kBatches));
+  // One profile: every probe at every batch on `t` threads, by `ranks`
+  // ranks computing at once (each measures its own; rank 0's is kept).
+  const int concurrent = comm.size() > 1 ? std::max(1, cores / comm.size()) : 0;
+  const int total = static_cast<int>((threads.size() + (concurrent > 0 ? 1 : 0)) * std::size(kProbes) *
+                                     std::size(kBatches));
   int done = 0;
   std::string deviceName;
   const std::string backendName = gpu ? "cuda" : "cpu";
-  for (int t : threads) {
+  auto measureProfile = [&](int t, int ranks) -> Status {
     ProfileSamples samples;
     for (const Probe &probe : kProbes)
       for (int64_t batch : kBatches) {
-        if (progress)
+        if (progress && comm.rank() == 0)
           progress(context, done, total,
-                   gpu ? fmt::format("{} at batch {}", probe.name, batch)
-                       : fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t));
+                   gpu          ? fmt::format("{} at batch {}", probe.name, batch)
+                   : ranks == 1 ? fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t)
+                                : fmt::format("{} at batch {} on {} thread(s), {} ranks at once", probe.name,
+                                              batch, t, ranks));
         if (Status st = measureProbe(probe, batch, t, s, samples); !st)
-          return refuse(FailureKind::Input, st.message());
+          return st;
         ++done;
       }
     cost::ComputeProfile profile;
     profile.threads = t;
+    profile.ranks = ranks;
     for (const auto &[kind, list] : samples.ops)
       profile.ops[kind] = fitRate(list, cost::workMeasure(kind) == cost::WorkMeasure::Flops);
     profile.stepOverheadUs = medianOf(samples.stepOverheads);
@@ -511,9 +505,33 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     table.profiles.push_back(std::move(profile));
     deviceName = samples.device;
     result.lines.push_back(fmt::format("{}: {} op kinds fitted, step overhead {:.1f} us",
-                                       gpu ? std::string("the GPU") : fmt::format("{} thread(s)", t),
+                                       gpu          ? std::string("the GPU")
+                                       : ranks == 1 ? fmt::format("{} thread(s)", t)
+                                                    : fmt::format("{} thread(s), {} ranks at once", t, ranks),
                                        samples.ops.size(), table.profiles.back().stepOverheadUs));
+    return Status::success();
+  };
+  if (comm.size() > 1) {
+    auto link = measureLink(comm, result.lines);
+    if (!link)
+      return refuse(FailureKind::Input, link.message());
+    link->source =
+        fmt::format("measured by netc calibrate over {} ranks of one machine on {}", comm.size(), today());
+    table.links[std::string(cost::kIntraNode)] = *link;
+    // The compute of data-parallel ranks sharing the machine: all at once.
+    Status busy = measureProfile(concurrent, comm.size());
+    if (Status st = comm.barrier("barrier after the ranks' measurements"); !st)
+      return refuse(FailureKind::Input, st.message());
+    if (!busy)
+      return refuse(FailureKind::Input, busy.message());
+    if (comm.rank() != 0) { // rank 0 measures the rest alone
+      result.seconds = microsecondsSince(started) * 1e-6;
+      return result;
+    }
   }
+  for (int t : threads)
+    if (Status st = measureProfile(t, 1); !st)
+      return refuse(FailureKind::Input, st.message());
   if (progress)
     progress(context, total, total, "done");
   // Every op kind must have a rate; one no probe ran is a bug in the probes.

@@ -194,7 +194,8 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
   result.threads = table->profileFor(threads).threads == 0 ? 0 : threads;
   result.stages = settings.stages;
   fill(result, *estimate, net);
-  const cost::ComputeProfile &profile = table->profileFor(result.threads);
+  const cost::ComputeProfile &profile = table->profileFor(
+      result.threads, nullptr, cost::ranksOnNode(*table, settings.ranks * std::max(1, settings.stages)));
   for (size_t i = 0; i < plan->ops.size(); ++i) {
     const plan::Op &op = plan->ops[i];
     if (!cost::hasRate(op.kind))

@@ -367,16 +367,19 @@ bool readOps(Reader &reader, const Json &ops, const std::string &path, ComputePr
 }
 
 bool readProfile(Reader &reader, const Json &value, const std::string &path, ComputeProfile &profile) {
-  int64_t threads = 0;
-  if (!reader.object(value, path, {"threads", "step_overhead_us", "sample_overhead_us", "ops"}) ||
+  int64_t threads = 0, ranks = 1;
+  if (!reader.object(value, path, {"threads", "ranks", "step_overhead_us", "sample_overhead_us", "ops"}) ||
       !reader.integer(value, path, "threads", 0, kMaxThreads, "an integer from 0 (a device) to 1024",
                       threads) ||
+      (value.contains("ranks") &&
+       !reader.integer(value, path, "ranks", 1, kMaxThreads, "an integer from 1 to 1024", ranks)) ||
       !reader.number(value, path, "step_overhead_us", false, kMaxMicroseconds, "1e9",
                      profile.stepOverheadUs) ||
       !reader.number(value, path, "sample_overhead_us", false, kMaxMicroseconds, "1e9",
                      profile.sampleOverheadUs))
     return false;
   profile.threads = static_cast<int>(threads);
+  profile.ranks = static_cast<int>(ranks);
   const Json *ops = reader.field(value, path, "ops");
   return ops && readOps(reader, *ops, join(path, "ops"), profile);
 }
@@ -430,14 +433,21 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
     if (!readProfile(reader, (*profiles)[i], path, profile))
       return false;
     for (size_t j = 0; j < table.profiles.size(); ++j)
-      if (table.profiles[j].threads == profile.threads)
-        return reader.fail(join(path, "threads"),
-                           fmt::format("{} again (profiles[{}] has it too); a thread count has one profile",
-                                       profile.threads, j));
+      if (table.profiles[j].threads == profile.threads && table.profiles[j].ranks == profile.ranks)
+        return reader.fail(
+            join(path, "threads"),
+            profile.ranks == 1
+                ? fmt::format("{} again (profiles[{}] has it too); a thread count has one profile",
+                              profile.threads, j)
+                : fmt::format("{} with {} ranks again (profiles[{}] has them too); a thread "
+                              "count has one profile per rank count",
+                              profile.threads, profile.ranks, j));
     table.profiles.push_back(std::move(profile));
   }
   std::sort(table.profiles.begin(), table.profiles.end(),
-            [](const ComputeProfile &a, const ComputeProfile &b) { return a.threads < b.threads; });
+            [](const ComputeProfile &a, const ComputeProfile &b) {
+              return a.ranks != b.ranks ? a.ranks < b.ranks : a.threads < b.threads;
+            });
 
   const Json *links = reader.field(root, "", "links");
   if (!links || !reader.object(*links, "links", {kIntraNode, kInterNode}))
@@ -474,7 +484,7 @@ double Link::allReduceUs(double bytes, int ranks) const {
   return 2 * (n - 1) * alphaUs + 2 * (n - 1) / n * bytes / bytesPerSecond * 1e6;
 }
 
-const ComputeProfile &CostTable::profileFor(int threads, std::string *note) const {
+const ComputeProfile &CostTable::profileFor(int threads, std::string *note, int ranks) const {
   assert(!profiles.empty() && "a cost table has at least one profile");
   static const ComputeProfile kNone;
   if (note)
@@ -483,18 +493,34 @@ const ComputeProfile &CostTable::profileFor(int threads, std::string *note) cons
     return kNone;
   if (threads <= 0)
     threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (const ComputeProfile &profile : profiles)
-    if (profile.threads == threads)
-      return profile;
-  if (profiles.front().threads == 0)
-    return profiles.front(); // a device's profile: the host's threads do not matter
-  const ComputeProfile *chosen = &profiles.front();
-  for (const ComputeProfile &profile : profiles)
-    if (profile.threads < threads)
-      chosen = &profile;
+  // The profiles measured with `ranks` computing at once, else those measured alone.
+  std::vector<const ComputeProfile *> candidates;
+  for (int wanted : {ranks, 1}) {
+    for (const ComputeProfile &profile : profiles)
+      if (profile.ranks == wanted)
+        candidates.push_back(&profile);
+    if (!candidates.empty())
+      break;
+  }
+  if (candidates.empty())
+    candidates.push_back(&profiles.front());
+  std::string ranksNote = ranks > 1 && candidates.front()->ranks != ranks
+                              ? fmt::format(" (measured alone: none with {} ranks computing at once)", ranks)
+                              : std::string();
+  for (const ComputeProfile *profile : candidates)
+    if (profile->threads == threads ||
+        profile->threads == 0) { // a device's: the host's threads do not matter
+      if (note && !ranksNote.empty() && profile->threads != 0)
+        *note = fmt::format("the cost table's {}-thread profile{}", threads, ranksNote);
+      return *profile;
+    }
+  const ComputeProfile *chosen = candidates.front();
+  for (const ComputeProfile *profile : candidates)
+    if (profile->threads < threads)
+      chosen = profile;
   if (note)
-    *note = fmt::format("the cost table has no {}-thread profile; using its {}-thread one", threads,
-                        chosen->threads);
+    *note = fmt::format("the cost table has no {}-thread profile; using its {}-thread one{}", threads,
+                        chosen->threads, ranksNote);
   return *chosen;
 }
 
@@ -554,6 +580,7 @@ std::string costTableJson(const CostTable &table) {
   for (const ComputeProfile &profile : table.profiles) {
     OrderedJson entry;
     entry["threads"] = profile.threads;
+    entry["ranks"] = profile.ranks;
     entry["step_overhead_us"] = profile.stepOverheadUs;
     entry["sample_overhead_us"] = profile.sampleOverheadUs;
     OrderedJson ops = OrderedJson::object();

@@ -43,6 +43,9 @@ struct OpRate {
 /// threads do not matter).
 struct ComputeProfile {
   int threads = 0;
+  /// Ranks computing at once on the machine when it was measured (1: alone;
+  /// more when data-parallel ranks share the machine's cores and memory).
+  int ranks = 1;
   std::map<plan::OpKind, OpRate> ops; ///< every kind for which hasRate holds
   double stepOverheadUs = 0;          ///< host work per step beyond the ops
   double sampleOverheadUs = 0;        ///< host work per sample (gathering the batch)
@@ -82,10 +85,11 @@ struct CostTable {
   /// Checkpoint writes (optional: a table without it leaves them out).
   std::optional<Storage> storage;
 
-  /// The profile for `threads` (0: the machine's cores): the one measured at
-  /// that count, else the nearest below (or the smallest) -- `note` then
-  /// says which was used.
-  const ComputeProfile &profileFor(int threads, std::string *note = nullptr) const;
+  /// The profile for `threads` (0: the machine's cores) with `ranks` ranks
+  /// computing at once on the machine: among those measured so (else those
+  /// measured alone), the one at that thread count, else the nearest below
+  /// (or the smallest) -- `note` then says which was used.
+  const ComputeProfile &profileFor(int threads, std::string *note = nullptr, int ranks = 1) const;
   /// The link between ranks of a job of `ranks`: intra-node up to
   /// devicesPerNode ranks, else inter-node.
   const Link &linkFor(int ranks) const;

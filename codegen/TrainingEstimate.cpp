@@ -51,17 +51,23 @@ double evaluationSeconds(const plan::Plan &plan, const ComputeProfile &profile, 
 
 } // namespace
 
+int ranksOnNode(const CostTable &table, int ranks) {
+  return std::max(1, std::min(ranks, table.devicesPerNode));
+}
+
 Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan &plan,
                                     const CostTable &table, const EstimateRequest &r) {
   if (r.batch < 1 || r.ranks < 1 || r.epochs < 0 || r.stages < 0 || r.microBatches < 0 || r.maxRanks < 1)
     return fail("the batch and ranks must be at least 1, the epochs, stages and micro-batches at least 0");
   Estimate e;
-  const ComputeProfile &profile = table.profileFor(r.threads, &e.profileNote);
+  const ComputeProfile &profile =
+      table.profileFor(r.threads, &e.profileNote, ranksOnNode(table, r.ranks * std::max(1, r.stages)));
   e.step = stepTime(plan, profile, r.batch, r.ranks, table.linkFor(r.ranks));
   e.memory = memoryUse(plan, r.batch);
   // One device per rank; or with stages, a pipeline of K devices per rank.
   StepFunction step = [&](int64_t batch, int ranks) {
-    return stepTime(plan, profile, batch, ranks, table.linkFor(ranks)).totalUs();
+    const ComputeProfile &at = table.profileFor(r.threads, nullptr, ranksOnNode(table, ranks));
+    return stepTime(plan, at, batch, ranks, table.linkFor(ranks)).totalUs();
   };
   if (r.stages > 0) {
     PartitionRequest p;

@@ -58,6 +58,10 @@ struct Estimate {
   double bubble = 0;
 };
 
+/// The ranks of a job of `ranks` that share one machine's cores (the
+/// profile measured with that many computing at once describes them).
+int ranksOnNode(const CostTable &table, int ranks);
+
 /// Estimates a run of `plan` (a training plan of one replica, at the run's
 /// optimizer and bucket size) on `table`.
 Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan &plan,

@@ -266,6 +266,9 @@ inline TrainSettings quickSettings(const std::string &outDir, uint64_t seed = 7)
   s.initDiameter = 1.0f;
   s.seed = seed;
   s.threads = 1;
+  // No estimate line in the metrics: these tests pin the others (the
+  // estimate's are LearningTest's and tests/golden/cli/train-estimate.test's).
+  s.costModel = "none";
   return s;
 }
 

@@ -165,10 +165,32 @@ TEST_F(SeedNetworkLearns, ListenerSeesSetupProgressAndEveryEpoch) {
 
 TEST_F(SeedNetworkLearns, MetricsFileHasOneJsonLinePerEpochThenEnd) {
   const TrainResult &r = result();
-  const std::vector<nlohmann::json> lines = readJsonLines(out("metrics.jsonl"));
-  ASSERT_EQ(lines.size(), size_t(kEpochs) + 1) << readText(out("metrics.jsonl"));
+  std::vector<nlohmann::json> lines = readJsonLines(out("metrics.jsonl"));
+  ASSERT_EQ(lines.size(), size_t(kEpochs) + 2) << readText(out("metrics.jsonl"));
   for (size_t i = 0; i < lines.size(); ++i)
     ASSERT_FALSE(lines[i].is_discarded()) << "line " << i + 1 << " is not JSON";
+  // First the run's estimate of itself (the built-in CPU table), the one
+  // TrainResult reports; every epoch line and the end line set it against
+  // what was measured.
+  ASSERT_TRUE(r.estimate.has_value());
+  const nlohmann::json estimate = lines.front();
+  lines.erase(lines.begin());
+  EXPECT_EQ(estimate.value("event", ""), "estimate");
+  EXPECT_EQ(estimate.value("cost_table", ""), "cpu");
+  EXPECT_EQ(estimate.value("epoch_seconds", -1.0), r.estimate->epochSeconds);
+  EXPECT_GT(r.estimate->epochSeconds, 0.0);
+  for (const nlohmann::json &j : lines) {
+    EXPECT_EQ(j.value("estimated_seconds", -1.0),
+              j.value("event", "") == "end"
+                  ? double(kEpochs) * (r.estimate->epochSeconds + r.estimate->evaluationSeconds +
+                                       r.estimate->checkpointSeconds)
+                  : r.estimate->epochSeconds)
+        << j.dump();
+    EXPECT_NEAR(j.value("estimate_error_percent", 0.0),
+                100 * (j.value("estimated_seconds", 0.0) - j.value("seconds", 1.0)) / j.value("seconds", 1.0),
+                1e-9)
+        << j.dump();
+  }
   for (size_t i = 0; i < size_t(kEpochs); ++i) {
     const nlohmann::json &j = lines[i];
     SCOPED_TRACE(j.dump());

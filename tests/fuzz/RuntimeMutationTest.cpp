@@ -278,8 +278,10 @@ TEST(RuntimeMutation, CostTablesParseOrFailNamingTheFile) {
     ++parsed;
     // What was accepted is a whole table: every op, both links, sorted profiles.
     ASSERT_FALSE(table->profiles.empty());
-    for (size_t p = 1; p < table->profiles.size(); ++p)
-      ASSERT_LT(table->profiles[p - 1].threads, table->profiles[p].threads);
+    for (size_t p = 1; p < table->profiles.size(); ++p) {
+      const auto &a = table->profiles[p - 1], &b = table->profiles[p];
+      ASSERT_TRUE(a.ranks < b.ranks || (a.ranks == b.ranks && a.threads < b.threads));
+    }
     for (const netc::cost::ComputeProfile &profile : table->profiles)
       for (const auto &[kind, rate] : profile.ops)
         ASSERT_TRUE(rate.rate > 0 && rate.overheadUs >= 0) << netc::plan::opName(kind);

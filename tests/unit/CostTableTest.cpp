@@ -164,6 +164,41 @@ TEST(CostTable, ProfileForPicksExactNearestBelowOrSmallest) {
   EXPECT_EQ(note.empty(), cores == expected) << note;
 }
 
+// Profiles measured with several ranks computing at once serve jobs of that
+// many ranks on the machine; jobs of another count fall back to those measured
+// alone, and say so. They read back, and a (threads, ranks) pair is unique.
+TEST(CostTable, ProfilesOfRanksComputingAtOnce) {
+  CostTable table = sampleTable(); // threads 1, 2, 4 alone
+  ComputeProfile busy = table.profiles[0];
+  busy.ranks = 2;
+  busy.stepOverheadUs = 99;
+  table.profiles.push_back(busy); // 1 thread with 2 ranks at once
+  std::string note = "stale";
+  EXPECT_EQ(table.profileFor(1, &note, 2).stepOverheadUs, 99);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(table.profileFor(1, &note, 1).ranks, 1);
+  EXPECT_EQ(note, "");
+  // 2 threads with 2 ranks: none measured so; the nearest below among them.
+  EXPECT_EQ(table.profileFor(2, &note, 2).stepOverheadUs, 99);
+  EXPECT_EQ(note, "the cost table has no 2-thread profile; using its 1-thread one");
+  // 4 ranks at once: none measured so; the 1-thread profile measured alone.
+  const ComputeProfile &alone = table.profileFor(1, &note, 4);
+  EXPECT_EQ(alone.ranks, 1);
+  EXPECT_EQ(alone.threads, 1);
+  EXPECT_EQ(note, "the cost table's 1-thread profile (measured alone: none with 4 ranks computing at once)");
+  auto back = parseCostTable(costTableJson(table), "t.json");
+  ASSERT_TRUE(back.ok()) << back.message();
+  ASSERT_EQ(back->profiles.size(), 4u);
+  EXPECT_EQ(back->profiles.back().ranks, 2); // sorted by ranks, then threads
+  EXPECT_EQ(costTableJson(*back), costTableJson(*parseCostTable(costTableJson(*back), "t.json")));
+  table.profiles.push_back(busy);
+  auto twice = parseCostTable(costTableJson(table), "t.json");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.message(),
+            "t.json: profiles[4].threads: 1 with 2 ranks again (profiles[3] has them too); a thread "
+            "count has one profile per rank count");
+}
+
 TEST(CostTable, ADeviceProfileMatchesAnyThreads) {
   const std::optional<CostTable> h100 = builtinCostTable("h100");
   ASSERT_TRUE(h100.has_value());
