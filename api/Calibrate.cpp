@@ -192,8 +192,9 @@ cost::OpRate fitRate(const std::vector<Sample> &samples, bool withBytes) {
   }
   cost::OpRate rate;
   rate.overheadUs = (*best)[0];
-  rate.rate = std::min(1e18, 1e6 / std::max((*best)[1], 1e-12));
-  rate.byteRate = (*best)[2] > 0 ? std::min(1e18, 1e6 / (*best)[2]) : 0;
+  // Within what a table may hold (rates from 1 to 1e18 per second).
+  rate.rate = std::clamp(1e6 / std::max((*best)[1], 1e-12), 1.0, 1e18);
+  rate.byteRate = (*best)[2] > 0 ? std::clamp(1e6 / (*best)[2], 1.0, 1e18) : 0;
   return rate;
 }
 
@@ -351,9 +352,9 @@ Expected<cost::Link> measureLink(comm::Communicator &comm, std::vector<std::stri
   for (size_t i = 0; i < sizes.size(); ++i)
     samples.push_back({sizes[i], 0, times[i]});
   const cost::OpRate fit = fitRate(samples, false);
-  cost::Link link;
-  link.alphaUs = fit.overheadUs / (2.0 * (n - 1));
-  link.bytesPerSecond = fit.rate * 2.0 * (n - 1) / n;
+  cost::Link link; // within what a table may hold (1 PB/s)
+  link.alphaUs = std::min(1e9, fit.overheadUs / (2.0 * (n - 1)));
+  link.bytesPerSecond = std::clamp(fit.rate * 2.0 * (n - 1) / n, 1.0, 1e15);
   return link;
 }
 
@@ -370,19 +371,25 @@ Expected<double> timeCheckpointWrite(const std::filesystem::path &folder, const 
     return fail(fmt::format("cannot write in {} to time checkpoint writes: {}", folder.string(),
                             std::strerror(errno)));
   size_t written = 0;
+  int error = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n <= 0)
+    if (n <= 0) {
+      error = n < 0 ? errno : ENOSPC; // nothing written: a full device
       break;
+    }
     written += static_cast<size_t>(n);
   }
-  const bool ok = written == bytes.size() && ::fsync(fd) == 0;
+  if (error == 0 && ::fsync(fd) != 0)
+    error = errno;
   ::close(fd);
+  if (error == 0 && ::rename(temporary.c_str(), target.c_str()) != 0)
+    error = errno;
   std::error_code ec;
-  if (!ok || ::rename(temporary.c_str(), target.c_str()) != 0) {
+  if (error != 0) {
     std::filesystem::remove(temporary, ec);
     return fail(fmt::format("cannot write in {} to time checkpoint writes: {}", folder.string(),
-                            std::strerror(errno)));
+                            std::strerror(error)));
   }
   if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
     (void)::fsync(dir);
@@ -411,8 +418,8 @@ Expected<cost::Storage> measureStorage(const std::filesystem::path &folder, std:
   }
   const cost::OpRate fit = fitRate(samples, false);
   cost::Storage storage;
-  storage.overheadUs = fit.overheadUs;
-  storage.bytesPerSecond = fit.rate;
+  storage.overheadUs = std::min(1e9, fit.overheadUs); // within what a table may hold
+  storage.bytesPerSecond = std::clamp(fit.rate, 1.0, 1e15);
   storage.source = fmt::format("measured by netc calibrate in {} on {}", folder.string(), today());
   return storage;
 }
@@ -461,7 +468,8 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
   std::error_code ec;
-  if (s.launch.rank == 0 && std::filesystem::exists(s.outPath, ec) && !s.overwrite)
+  // Every rank checks (they share the machine): none waits for a rank 0 that refused.
+  if (std::filesystem::exists(s.outPath, ec) && !s.overwrite)
     return refuse(FailureKind::Usage, fmt::format("{} exists; pass --overwrite to replace it", s.outPath));
 
   cost::CostTable table;
@@ -536,8 +544,11 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     progress(context, total, total, "done");
   // Every op kind must have a rate; one no probe ran is a bug in the probes.
   for (const cost::ComputeProfile &profile : table.profiles)
-    for (int k = 0; k <= static_cast<int>(plan::OpKind::AllReduceWait); ++k) {
-      const auto kind = static_cast<plan::OpKind>(k);
+    for (const plan::OpKind kind : {
+#define OP(Id, Name, Role, Backward) plan::OpKind::Id,
+#include "codegen/Ops.def"
+#undef OP
+         }) {
       if (cost::hasRate(kind) && !profile.ops.count(kind))
         return refuse(FailureKind::Input,
                       fmt::format("no calibration network ran op '{}'", plan::opName(kind)));

@@ -24,22 +24,15 @@ Expected<cost::CostTable> chooseCostTable(const std::string &spec, std::string_v
   return cost::loadCostTable(name);
 }
 
-int estimatedThreads(int threads, int ranks) {
-  if (threads > 0)
-    return threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, ranks));
-}
-
 Expected<cost::Estimate> estimateRun(const ir::Network &net, const plan::Plan &plan,
                                      const cost::CostTable &table, const TrainSettings &s, int ranks,
                                      const SampleCounts &samples, int stages, int microBatches,
                                      int maxRanks) {
   cost::EstimateRequest request;
-  request.batch = std::max<int64_t>(1, s.batch) * std::max<int64_t>(1, s.accumulate);
+  request.batch = std::max<int64_t>(1, s.batch);
+  request.accumulate = std::max<int64_t>(1, s.accumulate);
   request.ranks = ranks;
-  // Every rank, and with stages every stage of each, shares this machine's cores.
-  request.threads = estimatedThreads(s.threads, ranks * std::max(1, stages));
+  request.threads = s.threads; // 0: the machine's cores shared among its ranks (and stages)
   request.trainSamples = samples.train;
   request.evaluationSamples = samples.evaluated;
   request.finalTestSamples = samples.finalTest;
@@ -87,6 +80,7 @@ void fill(EstimateResult &r, const cost::Estimate &e, const ir::Network &net) {
   for (const cost::ScalingPoint &p : e.scaling)
     r.scaling.push_back({p.ranks, p.stepUs * 1e-6, p.epochSeconds, p.efficiency});
   r.microBatches = e.microBatches;
+  r.microBatch = e.microBatch;
   r.bubble = e.bubble;
   if (e.partition) {
     r.cutBytes = e.partition->cutBytes;
@@ -127,6 +121,13 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
                           1 << 20, 1 << 20)));
   if (s.batch == 0)
     s.batch = 1; // online SGD, as netc train
+  if (!onPaper && settings.inputSize)
+    return refuse(
+        usage("--input-size is for a run on paper (--samples): with --data, the data gives the size"));
+  if (onPaper && s.validationFraction)
+    return refuse(
+        usage("--validation holds out part of --data: a run on paper (--samples) has nothing to hold "
+              "out"));
   if (settings.microBatches > 0 && settings.stages == 0)
     return refuse(usage("--micro-batches splits the steps of a pipeline: it needs --partition K"));
   if (onPaper)
@@ -189,14 +190,11 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
   result.evaluationSamples = samples.evaluated;
   result.finalTestSamples = samples.finalTest;
   result.ranks = settings.ranks;
-  // A device's profile (threads 0) does not depend on the host's threads.
-  const int threads = estimatedThreads(s.threads, settings.ranks * std::max(1, settings.stages));
-  result.threads = table->profileFor(threads).threads == 0 ? 0 : threads;
+  result.accumulate = s.accumulate;
+  result.threads = estimate->threads; // 0: a device's profile, whatever the host's threads
   result.stages = settings.stages;
   fill(result, *estimate, net);
-  const cost::ComputeProfile &profile = table->profileFor(
-      result.threads, nullptr, cost::ranksOnNode(*table, settings.ranks * std::max(1, settings.stages)));
-  for (size_t i = 0; i < plan->ops.size(); ++i) {
+  for (size_t i = 0; i < plan->ops.size() && i < estimate->opMicroseconds.size(); ++i) {
     const plan::Op &op = plan->ops[i];
     if (!cost::hasRate(op.kind))
       continue;
@@ -205,10 +203,9 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
                           : i < plan->lossEnd     ? "loss"
                           : i < plan->backwardEnd ? "backward"
                                                   : "update";
-    result.ops.push_back(
-        {section, std::string(plan::opName(op.kind)),
-         op.out.empty() ? "" : plan->buffers[static_cast<size_t>(op.out[0])].name,
-         cost::opMicroseconds(*plan, i, profile, s.batch * std::max<int64_t>(1, s.accumulate))});
+    result.ops.push_back({section, std::string(plan::opName(op.kind)),
+                          op.out.empty() ? "" : plan->buffers[static_cast<size_t>(op.out[0])].name,
+                          estimate->opMicroseconds[i]});
   }
   return result;
 }

@@ -28,7 +28,4 @@ Expected<cost::Estimate> estimateRun(const ir::Network &net, const plan::Plan &p
                                      const SampleCounts &samples, int stages = 0, int microBatches = 0,
                                      int maxRanks = 1024);
 
-/// Host threads per rank of `ranks` ranks on this machine (--threads, or its cores shared).
-int estimatedThreads(int threads, int ranks);
-
 } // namespace netc::training

@@ -416,6 +416,9 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
         costTable = std::move(*gpu);
     TrainSettings estimated = s;
     estimated.threads = info.threads;
+    // A resumed run has only the epochs after its checkpoint's left.
+    if (!s.resume.empty() && start->file)
+      estimated.epochs = std::max<int64_t>(0, s.epochs - start->file->metadataInt("epoch").value_or(0));
     const SampleCounts counts{data->train.count, data->evaluated() ? data->evaluated()->count : 0,
                               data->test ? data->test->count : 0};
     if (auto e = estimateRun(net, plan->plan, *costTable, estimated, comm.size(), counts)) {
@@ -429,7 +432,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       estimate.totalSeconds = e->totalSeconds;
       estimate.finalTestSeconds =
           e->totalSeconds -
-          double(s.epochs) * (e->epochSeconds + e->evaluationSeconds + e->checkpointSeconds);
+          double(estimated.epochs) * (e->epochSeconds + e->evaluationSeconds + e->checkpointSeconds);
       result.estimate = estimate;
       options.estimate = train::TrainOptions::Estimate{costTableLabel, estimate.stepSeconds, e->epochSeconds,
                                                        e->evaluationSeconds, e->checkpointSeconds};

@@ -253,6 +253,8 @@ public:
       return fail(at, fmt::format("must be a finite number, got {}", describe(*value)));
     if (positive && !(x > 0))
       return fail(at, fmt::format("must be a positive number, got {}", describe(*value)));
+    if (positive && x < 1) // every positive field is a rate: below 1 per second, no time is finite
+      return fail(at, fmt::format("must be a rate of at least 1 per second, got {}", describe(*value)));
     if (!positive && x < 0)
       return fail(at, fmt::format("must be zero or more, got {}", describe(*value)));
     if (x > max)
@@ -358,6 +360,11 @@ bool readOps(Reader &reader, const Json &ops, const std::string &path, ComputePr
         !reader.number(*entry, at, "rate", true, kMaxRate, "1e18", rate.rate) ||
         !reader.number(*entry, at, "byte_rate", false, kMaxRate, "1e18", rate.byteRate))
       return false;
+    if (rate.byteRate > 0 && rate.byteRate < 1)
+      return reader.fail(join(at, "byte_rate"),
+                         fmt::format("must be 0 (no such term) or a rate of at least 1 "
+                                     "byte per second, got {}",
+                                     rate.byteRate));
     if (workMeasure(kind) == WorkMeasure::Bytes && rate.byteRate != 0)
       return reader.fail(join(at, "byte_rate"),
                          fmt::format("must be 0: the rate of '{}' is already in bytes per second", name));
@@ -444,6 +451,14 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
                               profile.threads, profile.ranks, j));
     table.profiles.push_back(std::move(profile));
   }
+  // A GPU's profile does not depend on the host's threads; a CPU's does.
+  for (size_t i = 0; i < table.profiles.size(); ++i)
+    if ((table.backend == "cuda") != (table.profiles[i].threads == 0))
+      return reader.fail(join(fmt::format("profiles[{}]", i), "threads"),
+                         table.backend == "cuda"
+                             ? fmt::format("must be 0 in a \"cuda\" table (a GPU's profile), got {}",
+                                           table.profiles[i].threads)
+                             : std::string("must be 1 or more in a \"cpu\" table (0 is a GPU's profile)"));
   std::sort(table.profiles.begin(), table.profiles.end(),
             [](const ComputeProfile &a, const ComputeProfile &b) {
               return a.ranks != b.ranks ? a.ranks < b.ranks : a.threads < b.threads;

@@ -1,8 +1,10 @@
 // TrainingEstimate.cpp -- a run's estimate (TrainingEstimate.h): the step
-// from the cost model, the epoch as the trainer cuts it (global steps of
-// ranks × batch, the last one short), each evaluation in batches over the
-// ranks' shares, each epoch's two checkpoint writes, weak scaling over doubling rank counts, and with stages
-// the pipeline of micro-batches through the partition.
+// from the cost model (with --accumulate, several forward-backward passes
+// before one update), the epoch as the trainer cuts it (global steps of ranks
+// × batch × accumulate, the last one short), each evaluation in batches over
+// the ranks' shares, each epoch's two checkpoint writes, weak scaling over
+// doubling rank counts, and with stages the pipeline of micro-batches
+// through the partition.
 #include "codegen/TrainingEstimate.h"
 
 #include <fmt/format.h>
@@ -19,16 +21,16 @@ int64_t ceilDiv(int64_t a, int64_t b) {
   return b > 0 ? (a + b - 1) / b : 0;
 }
 
-/// Microseconds of a step at `batch` samples per rank on `ranks` ranks.
-using StepFunction = std::function<double(int64_t batch, int ranks)>;
+/// Microseconds of a step of `samples` samples per rank on `ranks` ranks.
+using StepFunction = std::function<double(int64_t samples, int ranks)>;
 
-/// Seconds of one epoch's training steps at `ranks` ranks of `batch` each
-/// (the last step short); `stepUs` receives a full step's time.
-double epochSecondsAt(const StepFunction &step, int64_t batch, int ranks, int64_t samples, double *stepUs) {
-  const double full = step(batch, ranks);
+/// Seconds of one epoch's training steps at `ranks` ranks of `perStep`
+/// samples each (the last step short); `stepUs` receives a full step's time.
+double epochSecondsAt(const StepFunction &step, int64_t perStep, int ranks, int64_t samples, double *stepUs) {
+  const double full = step(perStep, ranks);
   if (stepUs)
     *stepUs = full;
-  const int64_t global = batch * ranks;
+  const int64_t global = perStep * ranks; // bounded by the caller (estimateTraining)
   const int64_t steps = ceilDiv(samples, global);
   if (steps == 0)
     return 0;
@@ -55,34 +57,70 @@ int ranksOnNode(const CostTable &table, int ranks) {
   return std::max(1, std::min(ranks, table.devicesPerNode));
 }
 
+Expected<PartitionRequest> pipelineRequest(const ir::Network &network, const plan::Plan &plan,
+                                           const CostTable &table, const ComputeProfile &profile, int stages,
+                                           int microBatches, int64_t batch) {
+  PartitionRequest p;
+  p.stages = stages;
+  p.microBatches =
+      microBatches > 0 ? microBatches : static_cast<int>(std::min<int64_t>(4 * int64_t{stages}, batch));
+  if (p.microBatches > batch)
+    return fail(fmt::format("--micro-batches {}: a step of {} samples (--batch) has at most {} micro-batches",
+                            p.microBatches, batch, batch));
+  p.microBatch = std::max<int64_t>(1, ceilDiv(batch, p.microBatches));
+  p.layers = layerCosts(network, plan, profile);
+  p.link = table.linkFor(stages);
+  p.memoryLimit = table.memoryBytes;
+  return p;
+}
+
 Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan &plan,
                                     const CostTable &table, const EstimateRequest &r) {
-  if (r.batch < 1 || r.ranks < 1 || r.epochs < 0 || r.stages < 0 || r.microBatches < 0 || r.maxRanks < 1)
-    return fail("the batch and ranks must be at least 1, the epochs, stages and micro-batches at least 0");
+  // Bounds that keep every product below in int64 (samples · ranks, bytes · batch).
+  constexpr int64_t kMaxBatch = int64_t{1} << 31, kMaxDevices = int64_t{1} << 24;
+  if (r.batch < 1 || r.accumulate < 1 || r.ranks < 1 || r.epochs < 0 || r.stages < 0 || r.microBatches < 0 ||
+      r.maxRanks < 1 || r.threads < 0)
+    return fail("the batch, accumulation and ranks must be at least 1, the epochs, stages, micro-batches and "
+                "threads at least 0");
+  if (r.batch * r.accumulate > kMaxBatch || int64_t{r.ranks} * std::max(1, r.stages) > kMaxDevices ||
+      int64_t{r.maxRanks} * std::max(1, r.stages) > kMaxDevices)
+    return fail(fmt::format("an estimate takes at most {} samples per rank and step (--batch × --accumulate) "
+                            "and {} devices (--ranks × --partition)",
+                            kMaxBatch, kMaxDevices));
+  if (r.stages > 0 && r.accumulate > 1)
+    return fail("--accumulate and --partition exclude each other: a pipeline's micro-batches already split "
+                "its step");
   Estimate e;
-  const ComputeProfile &profile =
-      table.profileFor(r.threads, &e.profileNote, ranksOnNode(table, r.ranks * std::max(1, r.stages)));
+  const int stageCount = std::max(1, r.stages);
+  // Threads per rank at `n` ranks: given, or the machine's cores shared.
+  auto threadsAt = [&](int n) {
+    return r.threads > 0 ? r.threads : std::max(1, table.devicesPerNode / ranksOnNode(table, n * stageCount));
+  };
+  auto profileAt = [&](int n, std::string *note) -> const ComputeProfile & {
+    return table.profileFor(threadsAt(n), note, ranksOnNode(table, n * stageCount));
+  };
+  const ComputeProfile &profile = profileAt(r.ranks, &e.profileNote);
+  e.threads = profile.threads == 0 ? 0 : threadsAt(r.ranks);
+  for (size_t i = 0; i < plan.ops.size(); ++i)
+    e.opMicroseconds.push_back(opMicroseconds(plan, i, profile, r.batch));
   e.step = stepTime(plan, profile, r.batch, r.ranks, table.linkFor(r.ranks));
   e.memory = memoryUse(plan, r.batch);
-  // One device per rank; or with stages, a pipeline of K devices per rank.
-  StepFunction step = [&](int64_t batch, int ranks) {
-    const ComputeProfile &at = table.profileFor(r.threads, nullptr, ranksOnNode(table, ranks));
-    return stepTime(plan, at, batch, ranks, table.linkFor(ranks)).totalUs();
+  // One device per rank, `accumulate` forward-backward passes per update; or
+  // with stages, a pipeline of K devices per rank.
+  StepFunction step = [&](int64_t samples, int ranks) {
+    const ComputeProfile &at = profileAt(ranks, nullptr);
+    const int64_t micro = std::min(samples, r.batch), passes = ceilDiv(samples, r.batch);
+    const StepTime t = stepTime(plan, at, micro, ranks, table.linkFor(ranks));
+    return double(passes) * (t.forwardUs + t.lossUs + t.backwardUs) + t.updateUs + t.exposedCommUs +
+           at.stepOverheadUs + at.sampleOverheadUs * double(samples);
   };
   if (r.stages > 0) {
-    PartitionRequest p;
-    p.layers = layerCosts(network, plan, profile);
-    p.stages = r.stages;
-    e.microBatches =
-        r.microBatches > 0 ? r.microBatches : static_cast<int>(std::min<int64_t>(4 * r.stages, r.batch));
-    if (e.microBatches > r.batch)
-      return fail(fmt::format("--micro-batches {}: a step of {} samples has at most {} micro-batches",
-                              e.microBatches, r.batch, r.batch));
-    p.microBatches = e.microBatches;
-    p.microBatch = std::max<int64_t>(1, ceilDiv(r.batch, e.microBatches));
-    p.link = table.linkFor(r.stages);
-    p.memoryLimit = table.memoryBytes;
-    auto partition = partitionLayers(p);
+    auto request = pipelineRequest(network, plan, table, profile, r.stages, r.microBatches, r.batch);
+    if (!request)
+      return request.error();
+    e.microBatches = request->microBatches;
+    e.microBatch = request->microBatch;
+    auto partition = partitionLayers(*request);
     if (!partition)
       return fail(fmt::format("--partition {}: {}", r.stages, partition.message()));
     e.partition = std::move(*partition);
@@ -101,8 +139,9 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
     }
     const double pipelineUs = e.partition->stepUs(e.microBatches);
     const int stages = r.stages;
-    step = [&, pipelineUs, stageGradientBytes, stages](int64_t batch, int ranks) {
-      return pipelineUs + profile.stepOverheadUs + profile.sampleOverheadUs * double(batch) +
+    step = [&, pipelineUs, stageGradientBytes, stages](int64_t samples, int ranks) {
+      const ComputeProfile &at = profileAt(ranks, nullptr);
+      return pipelineUs + at.stepOverheadUs + at.sampleOverheadUs * double(samples) +
              table.linkFor(ranks * stages).allReduceUs(stageGradientBytes, ranks);
     };
     e.step.allReduceUs = e.step.exposedCommUs =
@@ -113,8 +152,9 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
     e.memory = MemoryUse{};
     e.memory.other = most;
   }
-  e.stepsPerEpoch = ceilDiv(r.trainSamples, r.batch * r.ranks);
-  e.epochSeconds = epochSecondsAt(step, r.batch, r.ranks, r.trainSamples, &e.stepUs);
+  const int64_t perStep = r.batch * r.accumulate;
+  e.stepsPerEpoch = ceilDiv(r.trainSamples, perStep * r.ranks);
+  e.epochSeconds = epochSecondsAt(step, perStep, r.ranks, r.trainSamples, &e.stepUs);
 
   e.evaluationSeconds = evaluationSeconds(plan, profile, r.batch, r.ranks, r.evaluationSamples);
   if (table.storage && r.checkpointBytes > 0)
@@ -122,6 +162,8 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
   e.totalSeconds = double(r.epochs) * (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds) +
                    evaluationSeconds(plan, profile, r.batch, r.ranks, r.finalTestSamples);
   e.imagesPerSecond = e.epochSeconds > 0 ? double(r.trainSamples) / e.epochSeconds : 0;
+  if (!std::isfinite(e.totalSeconds) || !std::isfinite(e.stepUs))
+    return fail("the cost table gives no finite time for this run (a rate too small for its work)");
 
   // Weak scaling: the same batch per rank at 1, 2, 4, ... ranks.
   std::vector<int> counts;
@@ -134,7 +176,7 @@ Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan
   for (int n : counts) {
     ScalingPoint point;
     point.ranks = n;
-    point.epochSeconds = epochSecondsAt(step, r.batch, n, r.trainSamples, &point.stepUs);
+    point.epochSeconds = epochSecondsAt(step, perStep, n, r.trainSamples, &point.stepUs);
     if (n == 1)
       oneStepUs = point.stepUs;
     point.efficiency = point.stepUs > 0 ? oneStepUs / point.stepUs : 1;

@@ -15,9 +15,12 @@
 namespace netc::cost {
 
 struct EstimateRequest {
-  int64_t batch = 32;            ///< samples per rank per step
-  int ranks = 1;                 ///< data-parallel replicas
-  int threads = 0;               ///< host threads per rank (0: the machine's cores)
+  int64_t batch = 32;     ///< samples per rank per micro-batch (--batch)
+  int64_t accumulate = 1; ///< micro-batches of `batch` per optimizer step (--accumulate)
+  int ranks = 1;          ///< data-parallel replicas
+  /// Host threads per rank; 0: the machine's cores (the table's
+  /// devices_per_node) shared among the ranks on it, at every rank count.
+  int threads = 0;
   int64_t trainSamples = 0;      ///< per epoch, over all ranks
   int64_t evaluationSamples = 0; ///< evaluated after every epoch (test or validation set)
   int64_t finalTestSamples = 0;  ///< evaluated once at the end (the test set)
@@ -39,6 +42,9 @@ struct ScalingPoint {
 
 struct Estimate {
   std::string profileNote; ///< which thread profile was used, when not an exact one
+  int threads = 0;         ///< threads per rank (0: a device's profile, whatever the host's threads)
+  /// Each op of the plan at the batch on the profile used (0 for communication).
+  std::vector<double> opMicroseconds;
   StepTime step;
   double stepUs = 0;
   int64_t stepsPerEpoch = 0;
@@ -55,12 +61,21 @@ struct Estimate {
   int stopsPayingAt = 1;
   std::optional<Partition> partition;
   int microBatches = 0;
+  int64_t microBatch = 0; ///< samples per micro-batch (⌈batch / microBatches⌉)
   double bubble = 0;
 };
 
 /// The ranks of a job of `ranks` that share one machine's cores (the
 /// profile measured with that many computing at once describes them).
 int ranksOnNode(const CostTable &table, int ranks);
+
+/// The partition request of a pipeline of `stages` stages: `plan`'s layer
+/// costs on `profile`, `microBatches` (0: 4 · stages, at most `batch`)
+/// micro-batches of ⌈batch / M⌉ samples, the table's link between the
+/// stages' devices and its memory per device. An error when M exceeds the batch.
+Expected<PartitionRequest> pipelineRequest(const ir::Network &network, const plan::Plan &plan,
+                                           const CostTable &table, const ComputeProfile &profile, int stages,
+                                           int microBatches, int64_t batch);
 
 /// Estimates a run of `plan` (a training plan of one replica, at the run's
 /// optimizer and bucket size) on `table`.

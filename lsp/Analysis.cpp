@@ -49,7 +49,7 @@ const std::vector<cost::LayerCost> &Analysis::layerCosts() const {
   options.buildTables = false;
   options.maxMemoryBytes = UINT64_MAX;
   if (auto plan = plan::buildPlan(compilation_->network, options))
-    *layerCosts_ = cost::layerCosts(compilation_->network, *plan, costTable_->profiles.front());
+    *layerCosts_ = cost::layerCosts(compilation_->network, *plan, costTable_->profileFor(1));
   return *layerCosts_;
 }
 
@@ -216,7 +216,7 @@ std::string Analysis::describeLayer(const ir::Layer &layer) const {
     out +=
         fmt::format("- training time: about {:.3g} us per step of {} samples (forward, backward and update; "
                     "cost table '{}', {} thread(s))\n",
-                    us, kHoverBatch, costTableName_, costTable_->profiles.front().threads);
+                    us, kHoverBatch, costTableName_, costTable_->profileFor(1).threads);
   }
   return out;
 }

@@ -30,7 +30,7 @@ struct EstimateSettings {
   /// `train.device` ("cpu" unless it names cuda).
   std::string costModel;
   int stages = 0;       ///< pipeline stages (0: no partition)
-  int microBatches = 0; ///< per step with stages (0: 4 × stages)
+  int microBatches = 0; ///< per step with stages (0: 4 × stages, at most the batch)
   int maxRanks = 1024;  ///< the scaling table's last rank count
 };
 
@@ -70,7 +70,9 @@ struct EstimateResult {
   /// Every op of one rank's step with its predicted time, in plan order (as
   /// `netc bench --profile` lists the measured ones).
   std::vector<OpProfile> ops;
+  int64_t accumulate = 1;
   int stages = 0, microBatches = 0;
+  int64_t microBatch = 0; ///< samples per micro-batch of the pipeline
   double bubble = 0;
   int64_t cutBytes = 0;
   std::vector<EstimateStage> partition;

@@ -5,6 +5,7 @@
 #include "support/DiagnosticPrinter.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -185,6 +186,24 @@ void printOpProfile(const std::vector<OpProfile> &profile) {
                                   p.microseconds, total > 0 ? 100 * p.microseconds / total : 0.0)
                           .c_str());
   std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
+}
+
+std::string durationText(double seconds) {
+  if (!std::isfinite(seconds))
+    return "-";
+  if (seconds > 0 && seconds < 0.5e-6)
+    return "<1 us";
+  if (seconds < 1e-3)
+    return fmt::format("{:.0f} us", seconds * 1e6);
+  if (seconds < 1)
+    return fmt::format("{:.3g} ms", seconds * 1e3);
+  if (seconds < 600)
+    return fmt::format("{:.3g} s", seconds);
+  if (seconds < 3 * 3600)
+    return fmt::format("{:.1f} min", seconds / 60);
+  if (seconds < 3 * 86400)
+    return fmt::format("{:.1f} h", seconds / 3600);
+  return fmt::format("{:.1f} days", seconds / 86400);
 }
 
 } // namespace netc::cli

@@ -29,25 +29,6 @@ std::string bytesText(int64_t bytes) {
   return byteSizeText(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
 }
 
-} // namespace
-
-/// Seconds as text at a readable unit: "812 us", "3.41 ms", "12.3 s", "2.4 h".
-std::string durationText(double seconds) {
-  if (seconds < 1e-3)
-    return fmt::format("{:.0f} us", seconds * 1e6);
-  if (seconds < 1)
-    return fmt::format("{:.3g} ms", seconds * 1e3);
-  if (seconds < 600)
-    return fmt::format("{:.3g} s", seconds);
-  if (seconds < 3 * 3600)
-    return fmt::format("{:.1f} min", seconds / 60);
-  if (seconds < 3 * 86400)
-    return fmt::format("{:.1f} h", seconds / 3600);
-  return fmt::format("{:.1f} days", seconds / 86400);
-}
-
-namespace {
-
 void printText(const EstimateResult &r) {
   std::printf("estimate for network '%s' from cost table '%s' (%s)\n", r.network.c_str(), r.costTable.c_str(),
               r.costTableDevice.c_str());
@@ -62,9 +43,11 @@ void printText(const EstimateResult &r) {
   const std::string where = r.threads > 0  ? fmt::format("{} thread(s) each", r.threads)
                             : r.stages > 0 ? fmt::format("{} devices each", r.stages)
                                            : std::string("a device each");
-  std::printf("  run: %s training samples%s; batch %lld per rank on %d rank(s), %s; %lld epoch(s)\n\n",
+  const std::string accumulated =
+      r.accumulate > 1 ? fmt::format(" × {} micro-batches a step", r.accumulate) : std::string();
+  std::printf("  run: %s training samples%s; batch %lld%s per rank on %d rank(s), %s; %lld epoch(s)\n\n",
               groupDigits(r.trainSamples).c_str(), evaluated.c_str(), static_cast<long long>(r.batch),
-              r.ranks, where.c_str(), static_cast<long long>(r.epochs));
+              accumulated.c_str(), r.ranks, where.c_str(), static_cast<long long>(r.epochs));
   std::string parts =
       fmt::format("forward {}, loss {}, backward {}, update {}, host {}", durationText(r.forwardSeconds),
                   durationText(r.lossSeconds), durationText(r.backwardSeconds), durationText(r.updateSeconds),
@@ -109,8 +92,7 @@ void printText(const EstimateResult &r) {
   if (r.stages > 0) {
     std::printf(
         "\npipeline: %d stages, %d micro-batch(es) of %lld sample(s): bubble (K-1)/(M+K-1) = %.1f%%\n",
-        r.stages, r.microBatches, static_cast<long long>((r.batch + r.microBatches - 1) / r.microBatches),
-        100 * r.bubble);
+        r.stages, r.microBatches, static_cast<long long>(r.microBatch), 100 * r.bubble);
     std::printf("  %-6s %-12s %-12s %-12s %-12s %s\n", "stage", "compute", "transfer", "memory", "cut out",
                 "layers");
     for (size_t i = 0; i < r.partition.size(); ++i) {

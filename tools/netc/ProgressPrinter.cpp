@@ -97,6 +97,8 @@ std::string estimateComparison(const TrainResult &r) {
     epochs.push_back(epoch.seconds);
   std::sort(epochs.begin(), epochs.end());
   const size_t n = epochs.size();
+  if (n == 0)
+    return {};
   const double median = n % 2 ? epochs[n / 2] : 0.5 * (epochs[n / 2 - 1] + epochs[n / 2]);
   const double total = double(n) * (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds) +
                        (r.finalTest ? e.finalTestSeconds : 0);

@@ -235,6 +235,12 @@ int runShow(const ShowArgs &args) {
   if (c->diags.hasErrors())
     return kInputError;
   std::optional<ShownPartition> partition;
+  if (args.partition.stages == 0 && (args.partition.microBatches > 0 || !args.partition.costModel.empty() ||
+                                     args.partition.optimizer != "sgd")) {
+    std::fprintf(stderr,
+                 "netc: error: --micro-batches, --cost-model and --optimizer are for --partition K\n");
+    return kUsageError;
+  }
   if (args.partition.stages > 0) {
     partition = partitionForShow(c->network, args.partition, args.batch);
     if (!partition)

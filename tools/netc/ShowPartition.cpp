@@ -6,6 +6,7 @@
 
 #include "codegen/Codegen.h"
 #include "codegen/CostModel.h"
+#include "codegen/TrainingEstimate.h"
 #include "support/ByteSize.h"
 
 #include <fmt/format.h>
@@ -34,26 +35,17 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
   }
   ShownPartition shown;
   shown.costTable = spec;
-  shown.microBatches = flags.microBatches > 0 ? flags.microBatches
-                                              : static_cast<int>(std::min<int64_t>(4 * flags.stages, batch));
-  if (shown.microBatches > batch) {
-    std::fprintf(stderr,
-                 "netc: error: --micro-batches %d: a step of %lld samples (--batch) has at most %lld\n",
-                 shown.microBatches, static_cast<long long>(batch), static_cast<long long>(batch));
-    return std::nullopt;
-  }
-  shown.microBatch = std::max<int64_t>(1, (batch + shown.microBatches - 1) / shown.microBatches);
-  cost::PartitionRequest request;
   // Each stage on a device of its own: on the CPU, a core (the 1-thread profile).
   const cost::ComputeProfile &profile = table->profileFor(1);
   shown.threads = profile.threads;
-  request.layers = cost::layerCosts(net, *plan, profile);
-  request.stages = flags.stages;
-  request.microBatch = shown.microBatch;
-  request.microBatches = shown.microBatches;
-  request.link = table->linkFor(flags.stages);
-  request.memoryLimit = table->memoryBytes;
-  auto partition = cost::partitionLayers(request);
+  auto request = cost::pipelineRequest(net, *plan, *table, profile, flags.stages, flags.microBatches, batch);
+  if (!request) {
+    std::fprintf(stderr, "netc: error: %s\n", request.message().c_str());
+    return std::nullopt;
+  }
+  shown.microBatches = request->microBatches;
+  shown.microBatch = request->microBatch;
+  auto partition = cost::partitionLayers(*request);
   if (!partition) {
     std::fprintf(stderr, "netc: error: --partition %d: %s\n", flags.stages, partition.message().c_str());
     return std::nullopt;
