@@ -180,6 +180,22 @@ double forwardMicroseconds(const plan::Plan &plan, const ComputeProfile &profile
   return sumOps(plan, plan.stepBegin, plan.lossEnd, profile, batch);
 }
 
+namespace {
+/// a · b, or INT64_MAX when it does not fit (sizes of absurd batches).
+int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
+}
+} // namespace
+
+int64_t MemoryUse::total() const {
+  int64_t sum = 0;
+  for (int64_t part : {parameters, gradients, optimizerState, tables, activations, inputs, other})
+    if (__builtin_add_overflow(sum, part, &sum))
+      return INT64_MAX;
+  return sum;
+}
+
 MemoryUse memoryUse(const plan::Plan &plan, int64_t batch) {
   MemoryUse m;
   for (const plan::Buffer &buffer : plan.buffers) {
@@ -194,8 +210,8 @@ MemoryUse memoryUse(const plan::Plan &plan, int64_t batch) {
     default: m.other += bytes; break;
     }
   }
-  m.activations = plan.memory.arenaPerSample * batch * 4;
-  m.inputs = int64_t{plan.inputSlots} * plan.memory.inputsPerSample * batch * 4;
+  m.activations = saturatingMul(saturatingMul(plan.memory.arenaPerSample, batch), 4);
+  m.inputs = saturatingMul(saturatingMul(int64_t{plan.inputSlots} * plan.memory.inputsPerSample, batch), 4);
   return m;
 }
 

@@ -54,9 +54,8 @@ double forwardMicroseconds(const plan::Plan &plan, const ComputeProfile &profile
 struct MemoryUse {
   int64_t parameters = 0, gradients = 0, optimizerState = 0, tables = 0, activations = 0, inputs = 0,
           other = 0;
-  int64_t total() const {
-    return parameters + gradients + optimizerState + tables + activations + inputs + other;
-  }
+  /// Their sum, or INT64_MAX when it does not fit (an absurd batch).
+  int64_t total() const;
 };
 MemoryUse memoryUse(const plan::Plan &plan, int64_t batch);
 

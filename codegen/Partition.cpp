@@ -82,6 +82,19 @@ Status checkRequest(const PartitionRequest &request) {
     if (layer.fixedBytes < 0 || layer.activationBytesPerSample < 0 || layer.outputBytesPerSample < 0)
       return fail(fmt::format("layer {} has a negative size in bytes", layerLabel(layer)));
   }
+  // Every byte count below (sums over layers, times the micro-batch and the
+  // micro-batches in flight) stays within int64 under this bound.
+  double bytes = 0;
+  for (const LayerCost &layer : request.layers)
+    bytes +=
+        double(layer.fixedBytes) + (double(layer.activationBytesPerSample) * double(request.microBatches) +
+                                    double(layer.outputBytesPerSample)) *
+                                       double(request.microBatch);
+  if (bytes > 0x1p60)
+    return fail(
+        fmt::format("the layers need {:.3g} bytes with micro-batches of {}: more than netc partitions "
+                    "(2^60)",
+                    bytes, request.microBatch));
   return Status::success();
 }
 
