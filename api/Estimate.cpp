@@ -176,7 +176,11 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
     samples.finalTest = data->test ? data->test->count : 0;
   }
   const ir::Network &net = network->impl().network;
-  auto plan = plan::buildPlan(net, trainingPlanOptions(s, *run));
+  // Sizes only: the index tables are not built (a network far too large to
+  // run is estimated at once, and reported, without allocating them).
+  plan::PlanOptions planOptions = trainingPlanOptions(s, *run);
+  planOptions.buildTables = false;
+  auto plan = plan::buildPlan(net, planOptions);
   if (!plan)
     return refuse(input(fmt::format("{}: {}", netPath, plan.message())));
   auto estimate = estimateRun(net, *plan, *table, s, settings.ranks, samples, settings.stages,
