@@ -17,6 +17,7 @@
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
 #include "support/ByteSize.h"
+#include "support/Statistics.h"
 
 #include <fmt/format.h>
 
@@ -46,14 +47,6 @@ using Clock = std::chrono::steady_clock;
 
 double microsecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-double medianOf(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 /// A calibration network: its source and how it is compiled and planned.
@@ -289,13 +282,13 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
     const plan::Op &o = plan->ops[op];
     if (!cost::hasRate(o.kind))
       continue;
-    const double us = medianOf(times[op]);
+    const double us = median(times[op]);
     opsTotal += us;
     const cost::OpWork work = cost::opWork(*plan, o);
     samples.ops[o.kind].push_back(
         {work.at(cost::workMeasure(o.kind), batch), work.at(cost::WorkMeasure::Bytes, batch), us});
   }
-  samples.stepOverheads.push_back(std::max(0.0, medianOf(steps) - opsTotal));
+  samples.stepOverheads.push_back(std::max(0.0, median(steps) - opsTotal));
   return Status::success();
 }
 
@@ -317,7 +310,7 @@ double gatherMicrosecondsPerSample() {
       std::copy_n(set.data() + order[static_cast<size_t>(i)] * features, features, out.data() + i * features);
     perSample.push_back(microsecondsSince(start) / double(batch) * 784.0 / double(features));
   }
-  return medianOf(perSample);
+  return median(perSample);
 }
 
 /// α and β of the link between the job's ranks, from all-reduces of a few sizes.
@@ -340,7 +333,7 @@ Expected<cost::Link> measureLink(comm::Communicator &comm, std::vector<std::stri
       if (rep >= 2)
         runs.push_back(microsecondsSince(start));
     }
-    std::array<double, 1> slowest = {medianOf(runs)};
+    std::array<double, 1> slowest = {median(runs)};
     if (Status st = comm.allReduce(std::span<double>(slowest), comm::ReduceOp::Max, "calibration times"); !st)
       return fail(st.message());
     sizes.push_back(4.0 * double(count));
@@ -412,7 +405,7 @@ Expected<cost::Storage> measureStorage(const std::filesystem::path &folder, std:
         return us.error();
       runs.push_back(*us);
     }
-    samples.push_back({double(size), 0, medianOf(runs)});
+    samples.push_back({double(size), 0, median(runs)});
     lines.push_back(fmt::format("checkpoint write of {} bytes in {}: {:.0f} us", size, folder.string(),
                                 samples.back().microseconds));
   }
@@ -508,7 +501,7 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     profile.ranks = ranks;
     for (const auto &[kind, list] : samples.ops)
       profile.ops[kind] = fitRate(list, cost::workMeasure(kind) == cost::WorkMeasure::Flops);
-    profile.stepOverheadUs = medianOf(samples.stepOverheads);
+    profile.stepOverheadUs = median(samples.stepOverheads);
     profile.sampleOverheadUs = gatherMicrosecondsPerSample();
     table.profiles.push_back(std::move(profile));
     deviceName = samples.device;

@@ -13,6 +13,7 @@
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
 #include "runtime/train/Safetensors.h"
+#include "support/Statistics.h"
 
 #include "runtime/optim/Optimizer.h"
 
@@ -53,13 +54,6 @@ std::vector<int64_t> parseShape(const std::string &text) {
     shape.push_back(d.get<int64_t>());
   }
   return shape;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 // training summary for `netc train`.
 #include "ProgressPrinter.h"
 
+#include "support/Statistics.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -95,11 +97,10 @@ std::string estimateComparison(const TrainResult &r) {
   std::vector<double> epochs;
   for (const EpochResult &epoch : r.epochs)
     epochs.push_back(epoch.seconds);
-  std::sort(epochs.begin(), epochs.end());
   const size_t n = epochs.size();
   if (n == 0)
     return {};
-  const double median = n % 2 ? epochs[n / 2] : 0.5 * (epochs[n / 2 - 1] + epochs[n / 2]);
+  const double measured = median(epochs);
   const double total = double(n) * (e.epochSeconds + e.evaluationSeconds + e.checkpointSeconds) +
                        (r.finalTest ? e.finalTestSeconds : 0);
   auto error = [](double estimated, double measured) {
@@ -108,8 +109,8 @@ std::string estimateComparison(const TrainResult &r) {
   return fmt::format(
       "estimate (cost table '{}'): epoch {:.3g} s, measured {:.3g} s (median of {}; error {}); "
       "total {:.3g} s, measured {:.3g} s (error {})\n",
-      e.costTable, e.epochSeconds, median, n, error(e.epochSeconds, median), total, r.measuredTotalSeconds,
-      error(total, r.measuredTotalSeconds));
+      e.costTable, e.epochSeconds, measured, n, error(e.epochSeconds, measured), total,
+      r.measuredTotalSeconds, error(total, r.measuredTotalSeconds));
 }
 
 } // namespace
