@@ -34,6 +34,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <thread>
 
 #include <fcntl.h>
@@ -203,13 +204,34 @@ std::vector<float> randomValues(size_t count, std::mt19937_64 &rng) {
 struct ProfileSamples {
   std::map<plan::OpKind, std::vector<Sample>> ops;
   std::vector<double> stepOverheads;
-  std::string device; // the backend's words for it
+};
+
+/// One probe at one batch: each op's work and its median time in each
+/// round, and the median of a whole step in each round.
+struct ProbeTimes {
+  std::vector<plan::OpKind> kinds;
+  std::vector<Sample> ops;                 ///< work and bytes, by op
+  std::vector<std::vector<double>> opRuns; ///< by op, a median per round
+  std::vector<double> stepRuns;            ///< a median per round
+
+  /// Adds the median of each time over the rounds to `samples`: a burst of
+  /// load on a shared machine that hits one round of three does not move it.
+  void addTo(ProfileSamples &samples) const {
+    double opsTotal = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Sample sample = ops[i];
+      sample.microseconds = median(opRuns[i]);
+      samples.ops[kinds[i]].push_back(sample);
+      opsTotal += sample.microseconds;
+    }
+    samples.stepOverheads.push_back(std::max(0.0, median(stepRuns) - opsTotal));
+  }
 };
 
 /// Runs probe `probe`'s training plan at `batch` on `threads` threads:
 /// `iterations` steps op by op, and as many whole steps.
 Status measureProbe(const Probe &probe, int64_t batch, int threads, const CalibrateSettings &s,
-                    ProfileSamples &samples) {
+                    ProbeTimes &times, std::string &device) {
   CompileOptions options;
   options.task = probe.task;
   if (probe.classes > 0 && probe.task == Task::Multiclass)
@@ -234,7 +256,7 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
   if (Status st = (*backend)->load(*plan, batch); !st)
     return st;
   train::initializeParameters(*plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
-  samples.device = (*backend)->describe().device;
+  device = (*backend)->describe().device;
   std::mt19937_64 rng(7);
   const std::vector<float> features = randomValues(static_cast<size_t>(batch * plan->featureCount), rng);
   std::vector<float> labels(static_cast<size_t>(batch));
@@ -250,7 +272,7 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
     (*backend)->fence();
   };
   const size_t ops = plan->ops.size();
-  std::vector<std::vector<double>> times(ops);
+  std::vector<std::vector<double>> opTimes(ops);
   std::vector<double> steps;
   for (int64_t i = 0; i < s.iterations + 2; ++i) {
     // A whole step as the trainer runs it, then the same op by op.
@@ -274,21 +296,24 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
     if (i < 2)
       continue; // warm-up
     for (size_t op = 0; op < ops; ++op)
-      times[op].push_back(these[op]);
+      opTimes[op].push_back(these[op]);
     steps.push_back(whole);
   }
-  double opsTotal = 0;
-  for (size_t op = 0; op < ops; ++op) {
+  const bool first = times.ops.empty();
+  for (size_t op = 0, i = 0; op < ops; ++op) {
     const plan::Op &o = plan->ops[op];
     if (!cost::hasRate(o.kind))
       continue;
-    const double us = median(times[op]);
-    opsTotal += us;
-    const cost::OpWork work = cost::opWork(*plan, o);
-    samples.ops[o.kind].push_back(
-        {work.at(cost::workMeasure(o.kind), batch), work.at(cost::WorkMeasure::Bytes, batch), us});
+    if (first) {
+      const cost::OpWork work = cost::opWork(*plan, o);
+      times.kinds.push_back(o.kind);
+      times.ops.push_back(
+          {work.at(cost::workMeasure(o.kind), batch), work.at(cost::WorkMeasure::Bytes, batch), 0});
+      times.opRuns.emplace_back();
+    }
+    times.opRuns[i++].push_back(median(opTimes[op]));
   }
-  samples.stepOverheads.push_back(std::max(0.0, median(steps) - opsTotal));
+  times.stepRuns.push_back(median(steps));
   return Status::success();
 }
 
@@ -313,39 +338,58 @@ double gatherMicrosecondsPerSample() {
   return median(perSample);
 }
 
-/// α and β of the link between the job's ranks, from all-reduces of a few sizes.
-Expected<cost::Link> measureLink(comm::Communicator &comm, std::vector<std::string> &lines) {
+/// The link between the job's ranks: all-reduces of 1 KiB to 16 MiB, and α and β fitted to them.
+Expected<cost::Link> measureLink(comm::Communicator &comm, int64_t rounds, std::vector<std::string> &lines) {
   const int n = comm.size();
-  std::vector<double> sizes, times;
-  for (int64_t count : {int64_t{256}, int64_t{16384}, int64_t{262144}, int64_t{2097152}}) {
-    std::vector<float> data(static_cast<size_t>(count), 1.0f);
-    std::vector<double> runs;
-    for (int rep = 0; rep < 12; ++rep) {
-      if (Status st = comm.barrier("barrier before a timed all-reduce"); !st)
-        return st.message().empty() ? fail("barrier failed") : fail(st.message());
-      const auto start = Clock::now();
-      auto request = comm.startAllReduce(data.data(), count, comm::DataType::F32, comm::ReduceOp::Sum,
-                                         "calibration all-reduce");
-      if (!request)
-        return request.error();
-      if (Status st = comm.wait(*request); !st)
-        return fail(st.message());
-      if (rep >= 2)
-        runs.push_back(microsecondsSince(start));
+  // Sizes by 4x from 1 KiB to 16 MiB: a library switches algorithm between
+  // them, and a gradient bucket can be any of them.
+  std::vector<int64_t> counts;
+  for (int64_t count = 256; count <= 4 * 1024 * 1024; count *= 4)
+    counts.push_back(count);
+  // Each of the rounds times every size (the sizes interleaved, so a burst
+  // of load on a shared machine hits one round, not one size); a size's time
+  // is the median of its rounds' medians.
+  constexpr int kRepeats = 24, kWarmUp = 4;
+  std::vector<std::vector<double>> roundMedians(counts.size());
+  std::vector<float> data(static_cast<size_t>(counts.back()));
+  for (int64_t round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const int64_t count = counts[i];
+      std::fill(data.begin(), data.begin() + count, 1.0f / float(n)); // sums stay 1
+      std::vector<double> runs;
+      for (int rep = 0; rep < kWarmUp + kRepeats; ++rep) {
+        if (Status st = comm.barrier("barrier before a timed all-reduce"); !st)
+          return st.message().empty() ? fail("barrier failed") : fail(st.message());
+        const auto start = Clock::now();
+        auto request = comm.startAllReduce(data.data(), count, comm::DataType::F32, comm::ReduceOp::Sum,
+                                           "calibration all-reduce");
+        if (!request)
+          return request.error();
+        if (Status st = comm.wait(*request); !st)
+          return fail(st.message());
+        if (rep >= kWarmUp)
+          runs.push_back(microsecondsSince(start));
+      }
+      roundMedians[i].push_back(median(runs));
     }
-    std::array<double, 1> slowest = {median(runs)};
-    if (Status st = comm.allReduce(std::span<double>(slowest), comm::ReduceOp::Max, "calibration times"); !st)
-      return fail(st.message());
-    sizes.push_back(4.0 * double(count));
-    times.push_back(slowest[0]);
-    lines.push_back(fmt::format("all-reduce of {} bytes over {} ranks: {:.1f} us", 4 * count, n, slowest[0]));
+  std::vector<double> sizeUs(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i)
+    sizeUs[i] = median(roundMedians[i]);
+  // The slowest rank's time: the all-reduce ends for all when it ends for it.
+  if (Status st = comm.allReduce(std::span<double>(sizeUs), comm::ReduceOp::Max, "calibration times"); !st)
+    return fail(st.message());
+  cost::Link link;
+  std::vector<Sample> samples;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double bytes = 4.0 * double(counts[i]);
+    samples.push_back({bytes, 0, sizeUs[i]});
+    link.allReduces.push_back({bytes, n, sizeUs[i]});
+    lines.push_back(
+        fmt::format("all-reduce of {} bytes over {} ranks: {:.1f} us", 4 * counts[i], n, sizeUs[i]));
   }
   // t = A + B n for a ring: A = 2 (N - 1) α, B = 2 (N - 1) / N / β.
-  std::vector<Sample> samples;
-  for (size_t i = 0; i < sizes.size(); ++i)
-    samples.push_back({sizes[i], 0, times[i]});
   const cost::OpRate fit = fitRate(samples, false);
-  cost::Link link; // within what a table may hold (1 PB/s)
+  // Within what a table may hold (1 PB/s).
   link.alphaUs = std::min(1e9, fit.overheadUs / (2.0 * (n - 1)));
   link.bytesPerSecond = std::clamp(fit.rate * 2.0 * (n - 1) / n, 1.0, 1e15);
   return link;
@@ -441,6 +485,8 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   if (s.iterations < 1 || s.iterations > 1000)
     return refuse(FailureKind::Usage,
                   fmt::format("--iterations must be from 1 to 1000, got {}", s.iterations));
+  if (s.rounds < 1 || s.rounds > 20)
+    return refuse(FailureKind::Usage, fmt::format("--rounds must be from 1 to 20, got {}", s.rounds));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // A GPU has one profile (threads 0: the host's threads do not matter).
   const bool gpu = s.device.rfind("cuda", 0) == 0;
@@ -478,24 +524,33 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   // ranks computing at once (each measures its own; rank 0's is kept).
   const int concurrent = comm.size() > 1 ? std::max(1, cores / comm.size()) : 0;
   const int total = static_cast<int>((threads.size() + (concurrent > 0 ? 1 : 0)) * std::size(kProbes) *
-                                     std::size(kBatches));
+                                     std::size(kBatches) * s.rounds);
   int done = 0;
   std::string deviceName;
   const std::string backendName = gpu ? "cuda" : "cpu";
   auto measureProfile = [&](int t, int ranks) -> Status {
+    // Every probe at every batch, round after round, so that a burst of
+    // load lands in one round of many measurements, not in all rounds of one.
+    std::vector<ProbeTimes> times(std::size(kProbes) * std::size(kBatches));
+    for (int64_t round = 0; round < s.rounds; ++round)
+      for (size_t p = 0; p < std::size(kProbes); ++p)
+        for (size_t b = 0; b < std::size(kBatches); ++b) {
+          const Probe &probe = kProbes[p];
+          const int64_t batch = kBatches[b];
+          if (progress && comm.rank() == 0)
+            progress(context, done, total,
+                     gpu          ? fmt::format("{} at batch {}", probe.name, batch)
+                     : ranks == 1 ? fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t)
+                                  : fmt::format("{} at batch {} on {} thread(s), {} ranks at once",
+                                                probe.name, batch, t, ranks));
+          if (Status st = measureProbe(probe, batch, t, s, times[p * std::size(kBatches) + b], deviceName);
+              !st)
+            return st;
+          ++done;
+        }
     ProfileSamples samples;
-    for (const Probe &probe : kProbes)
-      for (int64_t batch : kBatches) {
-        if (progress && comm.rank() == 0)
-          progress(context, done, total,
-                   gpu          ? fmt::format("{} at batch {}", probe.name, batch)
-                   : ranks == 1 ? fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t)
-                                : fmt::format("{} at batch {} on {} thread(s), {} ranks at once", probe.name,
-                                              batch, t, ranks));
-        if (Status st = measureProbe(probe, batch, t, s, samples); !st)
-          return st;
-        ++done;
-      }
+    for (const ProbeTimes &probeTimes : times)
+      probeTimes.addTo(samples);
     cost::ComputeProfile profile;
     profile.threads = t;
     profile.ranks = ranks;
@@ -504,7 +559,6 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     profile.stepOverheadUs = median(samples.stepOverheads);
     profile.sampleOverheadUs = gatherMicrosecondsPerSample();
     table.profiles.push_back(std::move(profile));
-    deviceName = samples.device;
     result.lines.push_back(fmt::format("{}: {} op kinds fitted, step overhead {:.1f} us",
                                        gpu          ? std::string("the GPU")
                                        : ranks == 1 ? fmt::format("{} thread(s)", t)
@@ -513,13 +567,16 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     return Status::success();
   };
   if (comm.size() > 1) {
-    auto link = measureLink(comm, result.lines);
+    auto link = measureLink(comm, s.rounds, result.lines);
     if (!link)
       return refuse(FailureKind::Input, link.message());
     link->source =
         fmt::format("measured by netc calibrate over {} ranks of one machine on {}", comm.size(), today());
     table.links[std::string(cost::kIntraNode)] = *link;
     // The compute of data-parallel ranks sharing the machine: all at once.
+    // (The ranks run unbound, so that rank 0 can then measure every core's
+    // threads alone; binding one-thread ranks to a core, as training does,
+    // changed this profile by less than its noise here.)
     Status busy = measureProfile(concurrent, comm.size());
     if (Status st = comm.barrier("barrier after the ranks' measurements"); !st)
       return refuse(FailureKind::Input, st.message());

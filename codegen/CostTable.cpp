@@ -40,6 +40,7 @@ constexpr int kMaxDepth = 32;
 constexpr int64_t kMaxThreads = 1024, kMaxDevicesPerNode = 65536;
 constexpr int64_t kMaxMemoryBytes = int64_t(1) << 60;
 constexpr double kMaxMicroseconds = 1e9, kMaxRate = 1e18, kMaxBytesPerSecond = 1e15;
+constexpr size_t kMaxAllReducePoints = 64;
 
 constexpr plan::OpKind kAllKinds[] = {
 #define OP(Id, Name, Role, Backward) plan::OpKind::Id,
@@ -313,14 +314,54 @@ private:
   std::optional<std::string> error_;
 };
 
+/// A link's optional "all_reduce" points: at most kMaxAllReducePoints, by
+/// strictly increasing bytes.
+bool readAllReducePoints(Reader &reader, const Json &link, const std::string &path, Link &out) {
+  const auto found = link.find("all_reduce");
+  if (found == link.end())
+    return true;
+  const std::string at = join(path, "all_reduce");
+  if (!found->is_array())
+    return reader.fail(at, fmt::format("must be an array of measured all-reduces ({{\"bytes\", "
+                                       "\"ranks\", \"us\"}} each), got {}",
+                                       describe(*found)));
+  if (found->size() > kMaxAllReducePoints)
+    return reader.fail(
+        at, fmt::format("holds {} points; a link has at most {}", found->size(), kMaxAllReducePoints));
+  for (size_t i = 0; i < found->size(); ++i) {
+    const std::string entry = fmt::format("{}[{}]", at, i);
+    const Json &value = (*found)[i];
+    AllReducePoint point;
+    int64_t bytes = 0, ranks = 0;
+    if (!reader.object(value, entry, {"bytes", "ranks", "us"}) ||
+        !reader.integer(value, entry, "bytes", 1, kMaxMemoryBytes, "a positive integer of bytes up to 2^60",
+                        bytes) ||
+        !reader.integer(value, entry, "ranks", 2, kMaxDevicesPerNode, "an integer from 2 to 65536", ranks) ||
+        !reader.number(value, entry, "us", false, kMaxMicroseconds, "1e9", point.us))
+      return false;
+    if (!(point.us > 0))
+      return reader.fail(join(entry, "us"), "must be a positive number of microseconds, got 0");
+    point.bytes = static_cast<double>(bytes);
+    point.ranks = static_cast<int>(ranks);
+    if (!out.allReduces.empty() && point.bytes <= out.allReduces.back().bytes)
+      return reader.fail(join(entry, "bytes"),
+                         fmt::format("must be more than the point before ({} bytes): the points go by "
+                                     "increasing size",
+                                     out.allReduces.back().bytes));
+    out.allReduces.push_back(point);
+  }
+  return true;
+}
+
 bool readLink(Reader &reader, const Json &links, std::string_view name, Link &link) {
   const std::string path = join("links", name);
   const Json *value = reader.field(links, "links", name);
-  return value && reader.object(*value, path, {"alpha_us", "bytes_per_second", "source"}) &&
+  return value && reader.object(*value, path, {"alpha_us", "bytes_per_second", "source", "all_reduce"}) &&
          reader.number(*value, path, "alpha_us", false, kMaxMicroseconds, "1e9", link.alphaUs) &&
          reader.number(*value, path, "bytes_per_second", true, kMaxBytesPerSecond, "1e15 (1 PB/s)",
                        link.bytesPerSecond) &&
-         reader.string(*value, path, "source", false, link.source);
+         reader.string(*value, path, "source", false, link.source) &&
+         readAllReducePoints(reader, *value, path, link);
 }
 
 bool readOps(Reader &reader, const Json &ops, const std::string &path, ComputeProfile &profile) {
@@ -492,11 +533,31 @@ double Link::sendUs(double bytes) const {
   return alphaUs + bytes / bytesPerSecond * 1e6;
 }
 
-double Link::allReduceUs(double bytes, int ranks) const {
+double Link::ringAllReduceUs(double bytes, int ranks) const {
   if (ranks <= 1)
     return 0;
   const double n = ranks;
   return 2 * (n - 1) * alphaUs + 2 * (n - 1) / n * bytes / bytesPerSecond * 1e6;
+}
+
+double Link::allReduceUs(double bytes, int ranks) const {
+  const double line = ringAllReduceUs(bytes, ranks);
+  if (allReduces.empty() || line <= 0)
+    return line;
+  auto ratio = [&](const AllReducePoint &p) {
+    const double modelled = ringAllReduceUs(p.bytes, p.ranks);
+    return modelled > 0 ? p.us / modelled : 1.0;
+  };
+  if (bytes <= allReduces.front().bytes)
+    return line * ratio(allReduces.front());
+  if (bytes >= allReduces.back().bytes)
+    return line * ratio(allReduces.back());
+  size_t i = 1;
+  while (allReduces[i].bytes < bytes)
+    ++i;
+  const AllReducePoint &below = allReduces[i - 1], &above = allReduces[i];
+  const double f = std::log(bytes / below.bytes) / std::log(above.bytes / below.bytes);
+  return line * (ratio(below) + f * (ratio(above) - ratio(below)));
 }
 
 const ComputeProfile &CostTable::profileFor(int threads, std::string *note, int ranks) const {
@@ -613,10 +674,19 @@ std::string costTableJson(const CostTable &table) {
   OrderedJson links = OrderedJson::object();
   for (std::string_view name : {kIntraNode, kInterNode}) {
     const auto found = table.links.find(name);
-    if (found != table.links.end())
-      links[std::string(name)] = {{"alpha_us", found->second.alphaUs},
-                                  {"bytes_per_second", found->second.bytesPerSecond},
-                                  {"source", found->second.source}};
+    if (found == table.links.end())
+      continue;
+    OrderedJson link = {{"alpha_us", found->second.alphaUs},
+                        {"bytes_per_second", found->second.bytesPerSecond},
+                        {"source", found->second.source}};
+    if (!found->second.allReduces.empty()) {
+      OrderedJson points = OrderedJson::array();
+      for (const AllReducePoint &point : found->second.allReduces)
+        points.push_back(
+            {{"bytes", static_cast<int64_t>(point.bytes)}, {"ranks", point.ranks}, {"us", point.us}});
+      link["all_reduce"] = std::move(points);
+    }
+    links[std::string(name)] = std::move(link);
   }
   out["links"] = std::move(links);
   if (table.storage)

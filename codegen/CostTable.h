@@ -51,16 +51,31 @@ struct ComputeProfile {
   double sampleOverheadUs = 0;        ///< host work per sample (gathering the batch)
 };
 
+/// One measured all-reduce: `bytes` over `ranks` ranks took `us`.
+struct AllReducePoint {
+  double bytes = 0;
+  int ranks = 2;
+  double us = 0;
+};
+
 /// A link between two devices: a message of n bytes takes alphaUs + n / bytesPerSecond.
 struct Link {
   double alphaUs = 0;
   double bytesPerSecond = 1;
   std::string source; ///< "measured by netc calibrate ..." or where the figures come from
+  /// Measured all-reduces by increasing size (optional). A library changes
+  /// its algorithm with the size, so one line over all sizes misses some of
+  /// them by 2x; these points correct the line where they were measured.
+  std::vector<AllReducePoint> allReduces;
   /// Microseconds for n bytes point to point.
   double sendUs(double bytes) const;
   /// Microseconds of a ring all-reduce of n bytes over `ranks` ranks:
-  /// 2(N-1) steps of α plus 2(N-1)/N · n / β (0 for one rank).
+  /// 2(N-1) steps of α plus 2(N-1)/N · n / β (0 for one rank), times the
+  /// measured-to-modelled ratio of the points, interpolated in log(bytes)
+  /// and held at the ends (1 without points).
   double allReduceUs(double bytes, int ranks) const;
+  /// The line alone, without the points' correction.
+  double ringAllReduceUs(double bytes, int ranks) const;
 };
 
 inline constexpr std::string_view kIntraNode = "intra-node", kInterNode = "inter-node";

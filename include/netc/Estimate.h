@@ -88,7 +88,10 @@ struct CalibrateSettings {
   std::string cpuIsa;         ///< as TrainSettings::cpuIsa
   std::vector<int> threads;   ///< thread counts to measure (empty: 1 and all cores)
   int64_t iterations = 20;    ///< timed steps per op
-  Launch launch;              ///< several ranks: also measure the link between them
+  /// Rounds of every measurement, interleaved; a time is the median of its
+  /// rounds' medians (a burst of load on a shared machine hits one round).
+  int64_t rounds = 3;
+  Launch launch; ///< several ranks: also measure the link between them
   double commTimeout = kDefaultCommTimeout;
   bool overwrite = false;
   std::string command; ///< the command line, recorded in the table

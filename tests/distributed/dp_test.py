@@ -23,6 +23,9 @@ Cases (--case; each a CTest test):
                 checkpoint on disk is whole.
   mismatch      a rank whose network file, --lr or data differs is refused before the first step,
                 the difference named once (by rank 0).
+  calibrate     netc calibrate --ranks 2 stores the link's all-reduces from 1 KiB to 16 MiB and a
+                profile of 2 ranks at once, and netc estimate prices the seed network's gradient
+                all-reduce from those points exactly as the cost model says (written again here).
   no-mpi        netc does not link libmpi; with it hidden (a private mount namespace), one process
                 trains and 2 ranks say that MPI is missing.
 
@@ -35,6 +38,7 @@ Usage: dp_test.py --netc NETC --source SOURCE_DIR --work WORK_DIR --case CASE [o
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -434,7 +438,59 @@ def case_no_mpi(args):
         raise Failure(f"with libmpi hidden, 2 ranks should say that MPI is missing:\n{result.stdout}{result.stderr}")
 
 
-CASES = {"equivalence": case_equivalence, "local-sgd": case_local_sgd, "deterministic": case_deterministic,
+def link_all_reduce_us(link, size, ranks):
+    """The cost model's all-reduce (codegen/CostTable.cpp), written again: the ring line times the
+    measured-to-modelled ratio of the link's points, linear in log(size) between them."""
+    def line(n, r):
+        return 2 * (r - 1) * link["alpha_us"] + 2 * (r - 1) / r * n / link["bytes_per_second"] * 1e6
+    points = link.get("all_reduce", [])
+    ratios = [(p["bytes"], p["us"] / line(p["bytes"], p["ranks"])) for p in points]
+    if not ratios:
+        return line(size, ranks)
+    if size <= ratios[0][0]:
+        return line(size, ranks) * ratios[0][1]
+    if size >= ratios[-1][0]:
+        return line(size, ranks) * ratios[-1][1]
+    for (low, r_low), (high, r_high) in zip(ratios, ratios[1:]):
+        if low <= size <= high:
+            f = math.log(size / low) / math.log(high / low)
+            return line(size, ranks) * (r_low + f * (r_high - r_low))
+    raise Failure("the link's points are not by increasing size")
+
+
+def case_calibrate(args):
+    """netc calibrate over 2 ranks measures the link's all-reduces at every size, and netc estimate
+    prices the seed network's one gradient bucket from those points."""
+    table = os.path.join(args.work, "table.json")
+    run([args.netc, "calibrate", "--ranks", "2", "--threads-list", "1", "--iterations", "1", "--rounds", "1",
+         "-o", table, "-q"])
+    with open(table) as f:
+        data = json.load(f)
+    link = data["links"]["intra-node"]
+    points = link.get("all_reduce")
+    if not points:
+        raise Failure(f"the intra-node link of a 2-rank calibration has no measured all-reduces: {link}")
+    sizes = [p["bytes"] for p in points]
+    if sizes != [1024 * 4 ** i for i in range(len(sizes))] or sizes[-1] != 16 << 20:
+        raise Failure(f"the all-reduces should go from 1 KiB to 16 MiB by 4x, got {sizes}")
+    if any(p["ranks"] != 2 or not p["us"] > 0 for p in points):
+        raise Failure(f"every point is of 2 ranks and takes some time: {points}")
+    if not any(p.get("ranks") == 2 for p in data["profiles"]):
+        raise Failure("no profile of 2 ranks computing at once")
+    print("link:", json.dumps(link))
+    result = run([args.netc, "estimate", os.path.join(args.source, NETWORKS["mnist"]), "--samples", "256",
+                  "--ranks", "2", "--threads", "1", "--cost-model", table, "--format", "json"])
+    estimate = json.loads(result.stdout)
+    gradient_bytes = estimate["memory_per_rank"]["gradients"]  # one bucket: 0.5 MiB is below --bucket-mb
+    expected = link_all_reduce_us(link, gradient_bytes, 2)
+    got = estimate["step"]["all_reduce"] * 1e6
+    print(f"all-reduce of {gradient_bytes} bytes: estimated {got:.3f} us, expected {expected:.3f} us")
+    if abs(got - expected) > 1e-6 * expected:
+        raise Failure(f"the estimate's all-reduce ({got} us) is not the link's ({expected} us)")
+
+
+CASES = {"equivalence": case_equivalence, "calibrate": case_calibrate, "local-sgd": case_local_sgd,
+         "deterministic": case_deterministic,
          "resume": case_resume,
          "frozen": case_frozen, "killed": case_killed, "mismatch": case_mismatch, "no-mpi": case_no_mpi}
 

@@ -418,7 +418,7 @@ TEST(CostModel, BucketAllReducesOverlapTheBackwardPass) {
   bool idledAndExposed = false, hidden = false;
   for (int64_t batch : {1, 16, 256})
     for (int ranks : {2, 3, 8})
-      for (const Link &link : {Link{5, 1e9, ""}, Link{50, 1e8, ""}, Link{0.5, 2e10, ""}}) {
+      for (const Link &link : {Link{5, 1e9, "", {}}, Link{50, 1e8, "", {}}, Link{0.5, 2e10, "", {}}}) {
         const cost::StepTime step = cost::stepTime(plan, profile, batch, ranks, link);
         const CommReplay r = replay(plan, profile, batch, ranks, link);
         const std::string where = fmt::format("batch {}, {} ranks, α {} µs", batch, ranks, link.alphaUs);
@@ -437,19 +437,19 @@ TEST(CostModel, BucketAllReducesOverlapTheBackwardPass) {
   EXPECT_TRUE(hidden);
 
   // One replica: nothing to communicate, whatever the link.
-  const cost::StepTime alone = cost::stepTime(plan, profile, 32, 1, Link{1e6, 1, ""});
+  const cost::StepTime alone = cost::stepTime(plan, profile, 32, 1, Link{1e6, 1, "", {}});
   EXPECT_EQ(alone.allReduceUs, 0);
   EXPECT_EQ(alone.exposedCommUs, 0);
   // A link that costs nothing hides every all-reduce.
-  const cost::StepTime fast = cost::stepTime(plan, profile, 32, 4, Link{0, 1e30, ""});
+  const cost::StepTime fast = cost::stepTime(plan, profile, 32, 4, Link{0, 1e30, "", {}});
   EXPECT_NEAR(fast.exposedCommUs, 0, 1e-9);
   EXPECT_NEAR(fast.allReduceUs, 0, 1e-9);
   // A link so slow that every bucket is ready before the first all-reduce
   // ends: the channel runs from the first bucket's readiness without a gap,
   // so exposed = Σ all-reduce − (backward time after the first bucket is ready).
-  const CommReplay base = replay(plan, profile, 32, 4, Link{0, 1e30, ""});
+  const CommReplay base = replay(plan, profile, 32, 4, Link{0, 1e30, "", {}});
   ASSERT_GT(base.backwardUs, 0);
-  const Link slow{10 * base.backwardUs, 1e9, ""};
+  const Link slow{10 * base.backwardUs, 1e9, "", {}};
   const cost::StepTime s = cost::stepTime(plan, profile, 32, 4, slow);
   double sum = 0;
   for (const plan::Bucket &bucket : plan.buckets)
@@ -483,8 +483,8 @@ CostTable syntheticTable() {
   profile.stepOverheadUs = 40;
   profile.sampleOverheadUs = 0.25;
   table.profiles.push_back(profile);
-  table.links[std::string(cost::kIntraNode)] = Link{5, 1e10, "synthetic"};
-  table.links[std::string(cost::kInterNode)] = Link{100, 1e9, "synthetic"};
+  table.links[std::string(cost::kIntraNode)] = Link{5, 1e10, "synthetic", {}};
+  table.links[std::string(cost::kInterNode)] = Link{100, 1e9, "synthetic", {}};
   return table;
 }
 

@@ -46,8 +46,8 @@ CostTable sampleTable() {
         profile.ops[kind] = OpRate{0.1 * ++i, 1.234567890123e10 * threads + i / 7.0};
     table.profiles.push_back(profile);
   }
-  table.links[std::string(kIntraNode)] = Link{3.0, 4.1e9, "measured"};
-  table.links[std::string(kInterNode)] = Link{30.000000000000004, 1.2e9, "assumed: 10 Gb/s Ethernet"};
+  table.links[std::string(kIntraNode)] = Link{3.0, 4.1e9, "measured", {{1024, 2, 9.0}, {1 << 20, 2, 200.0}}};
+  table.links[std::string(kInterNode)] = Link{30.000000000000004, 1.2e9, "assumed: 10 Gb/s Ethernet", {}};
   return table;
 }
 
@@ -93,7 +93,14 @@ TEST(CostTable, RoundTripsThroughJson) {
     EXPECT_EQ(link.alphaUs, other.alphaUs);
     EXPECT_EQ(link.bytesPerSecond, other.bytesPerSecond);
     EXPECT_EQ(link.source, other.source);
+    ASSERT_EQ(link.allReduces.size(), other.allReduces.size()) << name;
+    for (size_t i = 0; i < link.allReduces.size(); ++i) {
+      EXPECT_EQ(link.allReduces[i].bytes, other.allReduces[i].bytes);
+      EXPECT_EQ(link.allReduces[i].ranks, other.allReduces[i].ranks);
+      EXPECT_EQ(link.allReduces[i].us, other.allReduces[i].us);
+    }
   }
+  EXPECT_EQ(back->links.at(std::string(kIntraNode)).allReduces.size(), 2u);
   EXPECT_EQ(costTableJson(*back), text);
   // The layout the format documents: the version first, 2-space indent, ops in Ops.def order.
   EXPECT_EQ(text.rfind("{\n  \"netc_cost_table\": 1,\n  \"backend\": \"cpu\",", 0), 0u) << text;
@@ -218,7 +225,7 @@ TEST(CostTable, LinkForSplitsAtDevicesPerNode) {
 }
 
 TEST(CostTable, LinkTimesFollowAlphaBeta) {
-  const Link link{10, 1e9, ""};
+  const Link link{10, 1e9, "", {}};
   EXPECT_DOUBLE_EQ(link.sendUs(0), 10);
   EXPECT_DOUBLE_EQ(link.sendUs(1e6), 1010);
   EXPECT_EQ(link.allReduceUs(1e6, 1), 0);
@@ -226,6 +233,30 @@ TEST(CostTable, LinkTimesFollowAlphaBeta) {
   EXPECT_DOUBLE_EQ(link.allReduceUs(1e6, 2), 2 * 10 + 1000); // 2(N-1)α + 2(N-1)/N·n/β
   EXPECT_DOUBLE_EQ(link.allReduceUs(1e6, 4), 6 * 10 + 1.5 * 1000);
   EXPECT_DOUBLE_EQ(link.allReduceUs(4e6, 8), 14 * 10 + 1.75 * 4000);
+}
+
+TEST(CostTable, MeasuredAllReducesCorrectTheLine) {
+  // The line gives 2·10 + 1000 = 1020 us for 1 MB over 2 ranks; measured: 510
+  // (ratio 1/2). At 4 MB the line gives 4020, measured 8040 (ratio 2).
+  const Link link{10, 1e9, "", {{1e6, 2, 510}, {4e6, 2, 8040}}};
+  EXPECT_DOUBLE_EQ(link.ringAllReduceUs(1e6, 2), 1020);
+  EXPECT_DOUBLE_EQ(link.allReduceUs(1e6, 2), 510); // at a point: the point
+  EXPECT_DOUBLE_EQ(link.allReduceUs(4e6, 2), 8040);
+  // Between the points the ratio goes linearly in log(bytes): at 2 MB, halfway.
+  EXPECT_DOUBLE_EQ(link.allReduceUs(2e6, 2), link.ringAllReduceUs(2e6, 2) * 1.25);
+  // Beyond the ends the end's ratio holds.
+  EXPECT_DOUBLE_EQ(link.allReduceUs(1e3, 2), link.ringAllReduceUs(1e3, 2) * 0.5);
+  EXPECT_DOUBLE_EQ(link.allReduceUs(1e9, 2), link.ringAllReduceUs(1e9, 2) * 2);
+  // Other rank counts: the line at that count, corrected by the same ratio.
+  EXPECT_DOUBLE_EQ(link.allReduceUs(1e6, 8), link.ringAllReduceUs(1e6, 8) * 0.5);
+  EXPECT_EQ(link.allReduceUs(1e6, 1), 0);
+  // The ratio moves monotonically between two points.
+  double before = 0;
+  for (double bytes = 1e6; bytes <= 4e6; bytes *= 1.1) {
+    const double ratio = link.allReduceUs(bytes, 2) / link.ringAllReduceUs(bytes, 2);
+    EXPECT_GE(ratio, before - 1e-12) << bytes;
+    before = ratio;
+  }
 }
 
 TEST(CostTable, SyntaxErrorNamesLineAndColumn) {
@@ -301,6 +332,26 @@ TEST(CostTable, RefusesCorruptTablesNamingTheField) {
             "t.json: links.intra-node.bytes_per_second: must be at most 1e15 (1 PB/s), got 1e+16");
   EXPECT_EQ(refusal([](Json &j) { j["links"]["intra-node"]["alpha_us"] = nullptr; }),
             "t.json: links.intra-node.alpha_us: must be a number, got null");
+  EXPECT_EQ(refusal([](Json &j) { j["links"]["intra-node"]["all_reduce"] = 3; }),
+            "t.json: links.intra-node.all_reduce: must be an array of measured all-reduces ({\"bytes\", "
+            "\"ranks\", \"us\"} each), got 3");
+  EXPECT_EQ(
+      refusal([](Json &j) { j["links"]["intra-node"]["all_reduce"][1]["bytes"] = 1024; }),
+      "t.json: links.intra-node.all_reduce[1].bytes: must be more than the point before (1024 bytes): the "
+      "points go by increasing size");
+  EXPECT_EQ(refusal([](Json &j) { j["links"]["intra-node"]["all_reduce"][0]["ranks"] = 1; }),
+            "t.json: links.intra-node.all_reduce[0].ranks: must be an integer from 2 to 65536, got 1");
+  EXPECT_EQ(refusal([](Json &j) { j["links"]["intra-node"]["all_reduce"][0]["us"] = 0; }),
+            "t.json: links.intra-node.all_reduce[0].us: must be a positive number of microseconds, got 0");
+  EXPECT_EQ(refusal([](Json &j) { j["links"]["intra-node"]["all_reduce"][0]["byte"] = 1; }),
+            "t.json: links.intra-node.all_reduce[0]: unknown key 'byte'; did you mean 'bytes'?");
+  EXPECT_EQ(refusal([](Json &j) {
+              Json &points = j["links"]["intra-node"]["all_reduce"];
+              points = Json::array();
+              for (int i = 1; i <= 65; ++i)
+                points.push_back({{"bytes", i}, {"ranks", 2}, {"us", 1.0}});
+            }),
+            "t.json: links.intra-node.all_reduce: holds 65 points; a link has at most 64");
   EXPECT_EQ(refusal([](Json &j) { j = Json::array(); }),
             "t.json: must be a JSON object (a netc cost table), got an array");
   // 80e9 is an integer written as a float: accepted.

@@ -46,7 +46,7 @@ LayerCost makeLayer(int index, std::vector<int> sources, double fixedUs, double 
 /// A link whose transfers take no time: the stage times are the compute
 /// alone, and ties among them go to the fewest cut bytes.
 Link freeLink() {
-  return Link{0, std::numeric_limits<double>::infinity(), "test"};
+  return Link{0, std::numeric_limits<double>::infinity(), "test", {}};
 }
 
 // ---------------------------------------------------------------------------
@@ -351,7 +351,7 @@ TEST(Partition, OneStageHoldsEveryLayer) {
   PartitionRequest request;
   request.layers = diamond(3);
   request.stages = 1;
-  request.link = Link{5, 1e6, "test"};
+  request.link = Link{5, 1e6, "test", {}};
   Expected<Partition> partition = partitionLayers(request);
   ASSERT_TRUE(partition.ok()) << partition.message();
   expectValidPartition(request, *partition);
@@ -446,7 +446,7 @@ TEST(Partition, CutCarriesEveryLiveValueOnce) {
                     makeLayer(2, {1, 0}, 10, 0, 0, 0, 1), makeLayer(3, {2, 0}, 10, 0, 0, 0, 1)};
   request.stages = 2;
   request.microBatch = 2;
-  request.link = Link{1, 1e9, "test"};
+  request.link = Link{1, 1e9, "test", {}};
   Expected<Partition> partition = partitionLayers(request);
   ASSERT_TRUE(partition.ok()) << partition.message();
   expectValidPartition(request, *partition);
@@ -465,7 +465,7 @@ TEST(Partition, TiesGoToFewerCutBytes) {
                     makeLayer(2, {1}, 1, 0, 0, 0, 10), makeLayer(3, {2}, 1, 0, 0, 0, 0)};
   request.stages = 3;
   request.microBatch = 1;
-  request.link = Link{1, 1e9, "test"};
+  request.link = Link{1, 1e9, "test", {}};
   Expected<Partition> partition = partitionLayers(request);
   ASSERT_TRUE(partition.ok()) << partition.message();
   expectValidPartition(request, *partition);
@@ -521,7 +521,7 @@ TEST(Partition, GeneratedNetworksGiveValidPipelines) {
       request.stages = stages;
       request.microBatch = 16;
       request.microBatches = 4;
-      request.link = Link{2, 1e9, "test"};
+      request.link = Link{2, 1e9, "test", {}};
       Expected<Partition> partition = partitionLayers(request);
       ASSERT_TRUE(partition.ok()) << partition.message();
       expectValidPartition(request, *partition);
@@ -542,7 +542,7 @@ TEST(Partition, BranchesMatchBruteForce) {
       {"diamond", diamond(3)}, {"siamese", siamese(3)}, {"skip", skipConnections(9)}};
   for (const auto &[name, layers] : networks)
     for (int stages = 1; stages <= 5; ++stages)
-      for (const Link &link : {freeLink(), Link{3, 1e6, "test"}, Link{0.5, 2e8, "test"}}) {
+      for (const Link &link : {freeLink(), Link{3, 1e6, "test", {}}, Link{0.5, 2e8, "test", {}}}) {
         SCOPED_TRACE(testing::Message() << name << ", " << stages << " stages, alpha " << link.alphaUs);
         PartitionRequest request;
         request.layers = layers;
@@ -568,7 +568,7 @@ TEST(Partition, RandomNetworksMatchBruteForce) {
     const int layerCount = static_cast<int>(request.layers.size());
     request.microBatch = int64_t{1} << uniform(0, 3);
     request.microBatches = uniform(1, 8);
-    request.link = Link{static_cast<double>(uniform(0, 5)), uniform(0, 1) ? 1e6 : 5e5, "test"};
+    request.link = Link{static_cast<double>(uniform(0, 5)), uniform(0, 1) ? 1e6 : 5e5, "test", {}};
     for (int stages = 1; stages <= std::min(4, layerCount); ++stages) {
       SCOPED_TRACE(testing::Message()
                    << "instance " << instance << ", " << layerCount << " layers, " << stages << " stages");
@@ -736,7 +736,7 @@ TEST(Partition, LongChainIntoManyStagesBalances) {
   EXPECT_EQ(covered, 4000u);
   EXPECT_DOUBLE_EQ(partition->slowestUs, 63);
 
-  request.link = Link{1, 1e9, "test"};
+  request.link = Link{1, 1e9, "test", {}};
   Expected<Partition> costly = partitionLayers(request);
   ASSERT_TRUE(costly.ok()) << costly.message();
   const size_t first = costly->stages.front().layers.size(), last = costly->stages.back().layers.size();

@@ -1,5 +1,5 @@
 // CalibrateCommand.cpp -- `netc calibrate -o FILE [--device cpu]
-// [--threads-list 1,2] [--ranks N] [--iterations N] [--overwrite]`:
+// [--threads-list 1,2] [--ranks N] [--iterations N] [--rounds N] [--overwrite]`:
 // measures a cost table with short micro-benchmarks (api/Calibrate.cpp) and
 // writes it for `--cost-model FILE`. Under --ranks N (or mpirun) the ranks
 // first measure the link between them. A progress line on stderr.
@@ -9,6 +9,9 @@
 #include "netc/Estimate.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
 #include <unistd.h>
 
 namespace netc::cli {
@@ -35,7 +38,10 @@ void showProgress(void *context, int done, int total, const std::string &what) {
 int runCalibrate(CalibrateArgs &args) {
   CalibrateSettings &s = args.settings;
   // The ranks of a CPU job (mpirun); calibrate refuses --ranks with --device cuda.
-  if (auto done = settleLaunch(args.ranks, "cpu", 0, args.commandLine, s.launch))
+  // Rank 0 measures profiles of up to every core's threads alone, so the
+  // ranks must not be bound to one core each, as mpirun binds one-thread ranks.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto done = settleLaunch(args.ranks, "cpu", cores, args.commandLine, s.launch))
     return *done;
   std::string command = "netc calibrate";
   for (size_t i = 1; i < args.commandLine.size(); ++i)
@@ -81,6 +87,10 @@ void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::st
                   "Thread counts to measure, comma-separated (default: 1 and all cores)")
       ->delimiter(',');
   addIntegerOption(*cmd, "--iterations", s.iterations, int64_t{1}, int64_t{1000}, "Timed steps per network")
+      ->capture_default_str();
+  addIntegerOption(*cmd, "--rounds", s.rounds, int64_t{1}, int64_t{20},
+                   "Rounds of every measurement, one after another; each time is the median of its "
+                   "rounds' medians, so a burst of load that hits one round does not move it")
       ->capture_default_str();
   addCpuIsaOption(*cmd, s.cpuIsa);
   addRanksOption(*cmd, args->ranks);
