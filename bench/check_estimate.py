@@ -5,7 +5,9 @@ docs/performance.md's "Estimates against measured runs".
 For each network (the seed network examples/mnist.net and LeNet-5), rank count (1 and 2) and batch
 (32 and 128) it asks `netc estimate --format json` for the epoch time of the run, then trains the
 same run --runs times for --epochs epochs and takes the median of every epoch's measured seconds (the
-training steps of the epoch, as metrics.jsonl records them). The goal is every predicted epoch within
+training steps of the epoch, as metrics.jsonl records them). The runs go in rounds, each round running
+every configuration once, so that a burst of load hits all configurations a little rather than one
+configuration's every run. The goal is every predicted epoch within
 15% of the measured median; the script prints a table (and with --markdown the table for the docs)
 and exits 1 when a prediction misses it, 0 otherwise. No time limit is asserted anywhere: a busy
 machine makes the runs slower and the check fail, so run it on a quiet machine.
@@ -50,19 +52,18 @@ def estimate(args, net, batch, ranks):
     return json.loads(out)
 
 
-def measure(args, net, batch, ranks):
-    """Every epoch's training seconds over --runs runs."""
+def train_once(args, net, batch, ranks):
+    """The training seconds of every epoch of one run."""
     seconds = []
-    for _ in range(args.runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [args.netc, "train", os.path.join(REPO, NETS[net]), *run_flags(args, batch, ranks),
-                   "--out", tmp, "--overwrite", "--progress", "none", "--quiet", "--seed", "1"]
-            subprocess.run(cmd, check=True, capture_output=True, text=True)
-            with open(os.path.join(tmp, "metrics.jsonl")) as f:
-                for line in f:
-                    event = json.loads(line)
-                    if event.get("event") == "epoch":
-                        seconds.append(event["seconds"])
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [args.netc, "train", os.path.join(REPO, NETS[net]), *run_flags(args, batch, ranks),
+               "--out", tmp, "--overwrite", "--progress", "none", "--quiet", "--seed", "1"]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        with open(os.path.join(tmp, "metrics.jsonl")) as f:
+            for line in f:
+                event = json.loads(line)
+                if event.get("event") == "epoch":
+                    seconds.append(event["seconds"])
     return seconds
 
 
@@ -81,24 +82,34 @@ def main():
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args()
 
+    configs = [(net, int(ranks), int(batch)) for net in args.nets.split(",")
+               for ranks in args.ranks.split(",") for batch in args.batches.split(",")]
+    # Round r runs every configuration once before round r + 1 starts, so a
+    # burst of load on a shared machine spreads over the configurations
+    # instead of landing on all the runs of one.
+    measured = {config: [] for config in configs}
+    for round_index in range(args.runs):
+        for config in configs:
+            net, ranks, batch = config
+            measured[config] += train_once(args, net, batch, ranks)
+        print(f"round {round_index + 1} of {args.runs} done", file=sys.stderr, flush=True)
     rows = []
-    for net in args.nets.split(","):
-        for ranks in (int(r) for r in args.ranks.split(",")):
-            for batch in (int(b) for b in args.batches.split(",")):
-                e = estimate(args, net, batch, ranks)
-                measured = measure(args, net, batch, ranks)
-                median = statistics.median(measured)
-                error = 100 * (e["epoch_seconds"] - median) / median
-                rows.append({"net": net, "ranks": ranks, "batch": batch, "threads": e["threads"],
-                             "predicted_epoch_s": e["epoch_seconds"], "measured_median_s": median,
-                             "measured_min_s": min(measured), "measured_max_s": max(measured),
-                             "epochs_measured": len(measured), "error_percent": error,
-                             "within_goal": abs(error) <= GOAL})
-                r = rows[-1]
-                print(f"{net:7} ranks {ranks} batch {batch:4} threads {r['threads']}: predicted "
-                      f"{r['predicted_epoch_s']:.3f} s, measured median {median:.3f} s "
-                      f"({r['measured_min_s']:.3f}-{r['measured_max_s']:.3f}, {len(measured)} epochs): "
-                      f"{error:+.1f}%", flush=True)
+    for config in configs:
+        net, ranks, batch = config
+        e = estimate(args, net, batch, ranks)
+        seconds = measured[config]
+        median = statistics.median(seconds)
+        error = 100 * (e["epoch_seconds"] - median) / median
+        rows.append({"net": net, "ranks": ranks, "batch": batch, "threads": e["threads"],
+                     "predicted_epoch_s": e["epoch_seconds"], "measured_median_s": median,
+                     "measured_min_s": min(seconds), "measured_max_s": max(seconds),
+                     "epochs_measured": len(seconds), "error_percent": error,
+                     "within_goal": abs(error) <= GOAL})
+        r = rows[-1]
+        print(f"{net:7} ranks {ranks} batch {batch:4} threads {r['threads']}: predicted "
+              f"{r['predicted_epoch_s']:.3f} s, measured median {median:.3f} s "
+              f"({r['measured_min_s']:.3f}-{r['measured_max_s']:.3f}, {len(seconds)} epochs): "
+              f"{error:+.1f}%", flush=True)
     if args.markdown:
         print("\n| network | ranks | batch | threads per rank | predicted epoch | measured median (min-max) | error |")
         print("|---|---:|---:|---:|---:|---:|---:|")
