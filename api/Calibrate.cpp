@@ -578,7 +578,9 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     // threads alone; binding one-thread ranks to a core, as training does,
     // changed this profile by less than its noise here.)
     Status busy = measureProfile(concurrent, comm.size());
-    if (Status st = comm.barrier("barrier after the ranks' measurements"); !st)
+    // Then the other ranks leave the job and exit, rather than poll in MPI's
+    // shutdown and take cycles from rank 0's measurements alone.
+    if (Status st = comm.finish("end of the ranks' measurements"); !st)
       return refuse(FailureKind::Input, st.message());
     if (!busy)
       return refuse(FailureKind::Input, busy.message());

@@ -74,6 +74,12 @@ public:
   virtual Status receive(void *data, int64_t bytes, int peer, std::string_view what) = 0;
   /// Returns once every rank has called it.
   virtual Status barrier(std::string_view what) = 0;
+  /// Ends this rank's part in the job once every rank has called it; no
+  /// other call may follow. A transport may shut down here (MPI finalizes,
+  /// and later calls fail), so that a rank with more to do alone does it
+  /// while the others exit instead of polling in their shutdown (netc
+  /// calibrate's rank 0). By default a barrier.
+  virtual Status finish(std::string_view what) { return barrier(what); }
 
   /// Where the run stands, named in messages: training step `step` (1-based;
   /// 0: before the first) of epoch `epoch` (1-based).

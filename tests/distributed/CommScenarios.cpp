@@ -161,8 +161,9 @@ void registerTestTransport(bool failToMakeId) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: netc_comm_scenarios "
-                         "operations|agreement|silent|disagree|device-id|device-id-refused [TIMEOUT]\n");
+    std::fprintf(stderr,
+                 "usage: netc_comm_scenarios "
+                 "operations|agreement|silent|disagree|finish|device-id|device-id-refused [TIMEOUT]\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -232,6 +233,21 @@ int main(int argc, char **argv) {
     // The first rank to leave makes mpirun end the others: let them print first.
     std::this_thread::sleep_for(std::chrono::seconds(1));
     std::_Exit(0);
+  } else if (scenario == "finish") {
+    // Every rank finishes; the others exit at once while rank 0 goes on
+    // alone, and anything it asks of the job after that is refused.
+    std::vector<float> v(4, 1.0f);
+    check(c.allReduce(std::span<float>(v), ReduceOp::Sum, "all-reduce before finishing").ok() &&
+              v[0] == float(c.size()),
+          "an all-reduce before finishing");
+    Status s = c.finish("end of the job");
+    check(s.ok(), "finishing: " + s.message());
+    if (c.rank() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200)); // alone now
+      Status after = c.barrier("barrier after finishing");
+      check(!after && after.message().find("finished its part") != std::string::npos,
+            "an operation after finish is refused: " + after.message());
+    }
   } else
     die("unknown scenario " + scenario);
   std::fprintf(stderr, "rank %d: ok %s\n", c.rank(), scenario.c_str());

@@ -192,6 +192,17 @@ public:
     return complete(requests, what, sequence, -1);
   }
 
+  Status finish(std::string_view what) override {
+    if (Status st = barrier(what); !st)
+      return st;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Finalize();
+    failure_ = "this rank has finished its part in the MPI job: no operation may follow";
+    return Status::success();
+  }
+
 private:
   struct Pending {
     std::vector<MPI_Request> requests;
