@@ -49,7 +49,14 @@ plugin_package() {
   plugin_depends=$(dpkg-deb -f "$plugin_deb" Depends)
   echo "deb_test: $name Depends: $plugin_depends"
   for needed in "$dependency" "netc (= "; do
-    grep -q "$needed" <<<"$plugin_depends" || { echo "deb_test: $name's Depends lacks $needed" >&2; exit 1; }
+    if ! grep -q "$needed" <<<"$plugin_depends"; then
+      echo "deb_test: $name's Depends lacks $needed; what the plugin links, and where from:" >&2
+      local library
+      library=$(find "$package_build" -name "$(sed 's/\\//g' <<<"$plugin")" -print -quit)
+      ldd "$library" >&2 || true
+      ldd "$library" | awk '/=> \// {print $3}' | xargs -r dpkg -S >&2 || true
+      exit 1
+    fi
   done
   dpkg-deb -c "$plugin_deb" | awk '{print $6}' | grep -E "netc/$plugin\$"
 }
