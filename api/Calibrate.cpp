@@ -38,6 +38,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 namespace netc {
@@ -589,6 +590,15 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
       return result;
     }
   }
+  // Threads beyond the CPUs this process may run on (taskset, or a launcher
+  // that bound the rank) share them: those profiles are not the machine's.
+  if (cpu_set_t allowed;
+      !gpu && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < threads.back())
+    result.warnings.push_back(fmt::format(
+        "this process may run on {} CPU(s) only, so the {}-thread profile shares them and is slower than "
+        "the machine's; run netc calibrate without taskset or numactl, and under your own mpirun with "
+        "--bind-to none (netc calibrate --ranks N does this)",
+        CPU_COUNT(&allowed), threads.back()));
   for (int t : threads)
     if (Status st = measureProfile(t, 1); !st)
       return refuse(FailureKind::Input, st.message());

@@ -102,7 +102,8 @@ struct CalibrateResult {
   std::string error;
   std::string outPath;
   double seconds = 0;
-  std::vector<std::string> lines; ///< what was measured, one line each
+  std::vector<std::string> lines;    ///< what was measured, one line each
+  std::vector<std::string> warnings; ///< what may make the table wrong, one line each
   bool ok() const { return failure == FailureKind::None; }
 };
 

@@ -57,6 +57,8 @@ int runCalibrate(CalibrateArgs &args) {
   }
   if (s.launch.rank != 0)
     return kSuccess;
+  for (const std::string &warning : r.warnings)
+    std::fprintf(stderr, "netc: warning: %s\n", warning.c_str());
   if (!args.quiet)
     for (const std::string &line : r.lines)
       std::printf("%s\n", line.c_str());
