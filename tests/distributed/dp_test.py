@@ -461,6 +461,7 @@ def link_all_reduce_us(link, size, ranks):
 def case_calibrate(args):
     """netc calibrate over 2 ranks measures the link's all-reduces at every size, and netc estimate
     prices the seed network's one gradient bucket from those points."""
+    mpirun_prefix(2)  # skips loudly without mpirun, which --ranks starts
     table = os.path.join(args.work, "table.json")
     run([args.netc, "calibrate", "--ranks", "2", "--threads-list", "1", "--iterations", "1", "--rounds", "1",
          "-o", table, "-q"])
