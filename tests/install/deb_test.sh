@@ -5,8 +5,10 @@
 # their Depends and that they name no sanitizer runtime, that netc does not
 # depend on Open MPI and netc-mpi (the MPI plugin) does, unpacks netc alone
 # into a scratch root (dpkg -x) and runs `netc --version`, `netc check` and a
-# one-process `netc train` from there. Exits 77 (reported as skipped by CTest) only when dpkg-dev or file,
-# which the packaging needs, are missing.
+# one-process `netc train` from there. A plugin's package must depend on its
+# library and carry no run path into a -dev folder. Exits 77 (reported as
+# skipped by CTest) only when dpkg-dev or file, which the packaging needs, are
+# missing.
 #
 # Usage: deb_test.sh SOURCE_DIR PACKAGE_BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -59,6 +61,18 @@ plugin_package() {
     fi
   done
   dpkg-deb -c "$plugin_deb" | awk '{print $6}' | grep -E "netc/$plugin\$"
+  # Its run path names no folder of a -dev package (e.g. /usr/lib/llvm-19/lib,
+  # llvm-19-dev's): a user has only the runtime package, and dpkg-shlibdeps
+  # may credit the library to the -dev package found there.
+  local unpacked=$work/$name-contents runpath
+  rm -rf "$unpacked" && mkdir -p "$unpacked" && dpkg -x "$plugin_deb" "$unpacked"
+  runpath=$(readelf -d "$(find "$unpacked" -name "$(sed 's/\\//g' <<<"$plugin")" -print -quit)" |
+    sed -n 's/.*(R\(UN\)\?PATH).*\[\(.*\)\]/\2/p')
+  echo "deb_test: $name's run path: ${runpath:-none}"
+  if grep -q 'llvm-[0-9]' <<<"$runpath"; then
+    echo "deb_test: $name's plugin has a run path into LLVM's -dev folder: $runpath" >&2
+    exit 1
+  fi
 }
 plugin_package netc-mpi libopenmpi 'libnetc-comm-mpi\.so'
 mpi_deb=$plugin_deb
