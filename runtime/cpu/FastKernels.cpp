@@ -467,15 +467,31 @@ void ZeroGradients(const KernelCall &c) {
   std::memset(c.out(), 0, static_cast<size_t>(c.op.get<plan::UpdateAttrs>().count) * sizeof(float));
 }
 
+/// The update splits its arenas into ranges of whole 64-byte lines (of
+/// floats), one per thread (kMinUpdatePerThread).
+constexpr int64_t kUpdateLine = 16;
+
 // The fused update over the trained range of the flat arenas, unless a loss
 // of this logging interval was not finite (the trainer then reports where).
+// The update is element-wise, so each thread's range gives the same result.
 void Update(const KernelCall &c) {
   const auto &a = c.op.get<plan::UpdateAttrs>();
   if (c.in(2)[static_cast<int>(plan::Metric::FirstBadStep)] != 0)
     return;
   float *state[plan::kMaxStateSlots];
   c.optimizerState(state);
-  optim::update(a.rule, c.out(0), c.in(0), state, a.count, c.in(1));
+  const int64_t lines = (a.count + kUpdateLine - 1) / kUpdateLine;
+  const int threads = static_cast<int>(std::clamp<int64_t>(a.count / kMinUpdatePerThread, 1, c.threads));
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t thread = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t first = std::min(a.count, lines * thread / team * kUpdateLine);
+    const int64_t last = std::min(a.count, lines * (thread + 1) / team * kUpdateLine);
+    float *range[plan::kMaxStateSlots];
+    for (size_t s = 0; s < plan::kMaxStateSlots; ++s)
+      range[s] = state[s] ? state[s] + first : nullptr;
+    optim::update(a.rule, c.out(0) + first, c.in(0) + first, range, last - first, c.in(1));
+  }
 }
 
 } // namespace netc::runtime::cpu::NETC_FAST_NAMESPACE

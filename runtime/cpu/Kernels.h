@@ -54,6 +54,11 @@ struct KernelCall {
   float scalar(size_t input, plan::StepScalar which) const { return in(input)[static_cast<int>(which)]; }
 };
 
+/// The fast update op splits its arenas over the threads only when each gets
+/// at least this many elements: below it the parallel region costs more than
+/// the loop.
+constexpr int64_t kMinUpdatePerThread = 4096;
+
 using Kernel = void (*)(const KernelCall &);
 
 /// The fast kernels work on chunks of this many batch columns (one 512-bit
