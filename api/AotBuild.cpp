@@ -1,9 +1,12 @@
 // AotBuild.cpp -- `netc build` and `--emit=llvm` through the LLVM plugin
 // (AotBuild.h, include/netc/Training.h's buildLibrary). The weights come from
 // Model::load, so a library is refused for exactly the checkpoints `netc
-// predict` refuses. The files are made in a fresh folder beside the output
-// and moved into it only once all of them exist: a failure leaves nothing.
+// predict` refuses. The files are made in a staging folder and moved into
+// the output as one set only once all of them exist (LibraryFolder.h): a
+// failure leaves nothing, and a folder netc did not make is not touched
+// without --overwrite.
 #include "api/AotBuild.h"
+#include "api/LibraryFolder.h"
 #include "api/ModelImpl.h"
 #include "support/Plugins.h"
 
@@ -144,38 +147,6 @@ Status writeFile(const fs::path &path, const std::string &bytes) {
   return fail(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
 }
 
-/// A fresh folder beside `out` that is removed unless kept.
-class StagingFolder {
-public:
-  static Expected<StagingFolder> create(const fs::path &out) {
-    fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-    std::string pattern = (parent / ".netc-build-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      return fail(
-          fmt::format("cannot write the library into {}: {} (-o names the folder it goes to; its parent "
-                      "must exist and be writable)",
-                      out.string(), std::strerror(errno)));
-    // mkdtemp's folder is private; the library's is as any new folder.
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    std::error_code ec;
-    fs::permissions(pattern, static_cast<fs::perms>(0777 & ~mask), ec);
-    return StagingFolder(fs::path(pattern));
-  }
-  StagingFolder(StagingFolder &&other) noexcept : path_(std::exchange(other.path_, {})) {}
-  ~StagingFolder() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
-  }
-  const fs::path &path() const { return path_; }
-
-private:
-  explicit StagingFolder(fs::path path) : path_(std::move(path)) {}
-  fs::path path_;
-};
-
 /// Whether code for `triple` runs on this machine (the same architecture).
 bool runsHere(const std::string &triple) {
   struct utsname name {};
@@ -250,11 +221,8 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
                               "(letters, digits and _, not starting with a digit)",
                               settings.name));
   const fs::path out(settings.outDir);
-  if (std::error_code ec; fs::exists(out, ec) && !fs::is_directory(out, ec))
-    return refuse(FailureKind::Usage,
-                  fmt::format("-o {}: a file, not a folder; the library is several files and "
-                              "goes into a folder",
-                              settings.outDir));
+  if (Status s = checkLibraryFolder(out, settings.overwrite); !s)
+    return refuse(FailureKind::Usage, s.message());
   auto plugin = openLlvmPlugin();
   if (!plugin)
     return refuse(FailureKind::Input, "netc build: " + plugin.message());
@@ -293,7 +261,7 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
   if (!plugin->archive(&objectFile, &object.bytes, &archive))
     return refuse(FailureKind::Input, "netc build: " + archive.error);
 
-  auto staging = StagingFolder::create(out);
+  auto staging = LibraryStaging::create(out);
   if (!staging)
     return refuse(FailureKind::Input, "netc build: " + staging.message());
   const fs::path &dir = staging->path();
@@ -348,21 +316,10 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
   fs::remove(dir / "link.log", ec);
   result.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  // Every file exists: move them into place.
+  // Every file exists: move them into place, as one set.
   const std::vector<std::string> files = {headerFile, libraryFile, archiveFile, objectFile, readmeFile};
-  if (!fs::exists(out, ec)) {
-    fs::rename(dir, out, ec);
-    if (ec)
-      return refuse(FailureKind::Input,
-                    fmt::format("netc build: cannot create {}: {}", out.string(), ec.message()));
-  } else {
-    for (const std::string &file : files) {
-      fs::rename(dir / file, out / file, ec);
-      if (ec)
-        return refuse(FailureKind::Input,
-                      fmt::format("netc build: cannot write {}: {}", (out / file).string(), ec.message()));
-    }
-  }
+  if (Status s = staging->install(out, files, settings.overwrite); !s)
+    return refuse(FailureKind::Input, "netc build: " + s.message());
   for (const std::string &file : files)
     result.files.push_back((out / file).string());
   return result;

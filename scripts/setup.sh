@@ -31,7 +31,7 @@ packages=(
   llvm-14-tools
   llvm-19-dev lld-19
   clang-14 libclang-rt-14-dev libomp-14-dev
-  valgrind
+  valgrind strace
   zlib1g-dev libopenblas-openmp-dev libpng-dev
   dpkg-dev file
   openmpi-bin libopenmpi-dev

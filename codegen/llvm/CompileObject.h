@@ -9,11 +9,27 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace netc::aot {
 
+/// An architecture netc build compiles for (LLVM's name), a triple and CPUs
+/// to show as examples, and whether its 32-bit processors lack LLVM's
+/// "64bit" feature (they are refused).
+struct SupportedArchitecture {
+  const char *name, *example, *cpus;
+  bool sixtyFourBitFeature;
+};
+/// Every architecture netc build compiles for: a short list, checked
+/// before LLVM sees a triple (tests/aot/cross_targets_test.sh builds each).
+const std::vector<SupportedArchitecture> &supportedArchitectures();
+/// "x86_64, aarch64, riscv64 and powerpc64le".
+std::string supportedArchitecturesText();
+
 /// The TargetMachine of `target` (the host's triple and CPU where empty),
-/// position-independent; fails naming an unknown triple or CPU.
+/// position-independent; fails naming an unknown or unsupported triple, an
+/// unknown CPU or a 32-bit one, and text that is not a name.
 Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const Target &target);
 
 /// The lanes the emitter should use on `machine`: 16 floats where it has

@@ -394,6 +394,9 @@ struct ModelResult {
 /// inference library (docs/codegen.md).
 struct LibrarySettings {
   std::string outDir; ///< the folder the files go to (created; netc's files in it are replaced)
+  /// Build into an existing folder that netc build did not make (only the
+  /// files it writes are replaced); without it such a folder is refused.
+  bool overwrite = false;
   std::string name;   ///< the C prefix of every symbol; default: the network's name as a C identifier
   std::string target; ///< an LLVM target triple, e.g. aarch64-linux-gnu; default: this machine's
   std::string cpu;    ///< the CPU to optimise for; default: this machine's ("generic": portable)
@@ -412,8 +415,9 @@ struct LibraryResult {
 
 /// Compiles `netPath` with the weights and normaliser of `checkpointPath`
 /// into PREFIX.h, libPREFIX.so, libPREFIX.a, PREFIX.o and README.md in
-/// settings.outDir. Needs netc's LLVM plugin (libnetc-llvm.so); on any
-/// failure no file of the library is left behind.
+/// settings.outDir, moved in as one set with a manifest (.netc-library).
+/// Needs netc's LLVM plugin (libnetc-llvm.so); on any failure no file of
+/// the library is left behind and the folder is as it was.
 LibraryResult buildLibrary(const std::string &netPath, const std::string &checkpointPath,
                            const LibrarySettings &settings);
 

@@ -169,10 +169,13 @@ NETC_C_API void netc_model_free(netc_model *model) NETC_NOEXCEPT;
 /** `netc build`: compiles `net_path` with the weights and normalizer of
  * `checkpoint_path` into a native inference library in folder `out_dir`
  * (PREFIX.h, libPREFIX.so, libPREFIX.a, PREFIX.o, README.md; docs/codegen.md).
- * `name` (the symbols' prefix), `target` (an LLVM triple) and `cpu` may be
- * NULL or "" for the defaults: the network's name, this machine. Needs
- * netc's LLVM plugin (libnetc-llvm.so); fails with NETC_ERROR_INPUT or
- * NETC_ERROR_USAGE and a message, leaving no file of the library behind. */
+ * `name` (the symbols' prefix), `target` (an LLVM triple of x86_64, aarch64,
+ * riscv64 or powerpc64le) and `cpu` may be NULL or "" for the defaults: the
+ * network's name, this machine. `out_dir` must be new, empty or a folder
+ * netc build made (any other is NETC_ERROR_USAGE: `netc build --overwrite`
+ * writes into those). Needs netc's LLVM plugin (libnetc-llvm.so); fails with
+ * NETC_ERROR_INPUT or NETC_ERROR_USAGE and a message, leaving no file of the
+ * library behind. Nothing LLVM reports ends the calling process. */
 NETC_C_API netc_status netc_build_library(const char *net_path, const char *checkpoint_path,
                                           const char *out_dir, const char *name, const char *target,
                                           const char *cpu) NETC_NOEXCEPT;

@@ -4,7 +4,9 @@
 # with llvm-readelf: class, machine, type), the library exports the four entry
 # points and nothing else of the network, and the header is the same as a
 # host build's. A cross build needs no cross toolchain: LLVM compiles, lld-19
-# links. Exits 77 (a CTest skip) without llvm-readelf.
+# links. The same for riscv64 and powerpc64le, the other architectures netc
+# build compiles for (ELF class and machine). Exits 77 (a CTest skip) without
+# llvm-readelf.
 # Usage: aarch64_test.sh NETC SOURCE_DIR WORK_DIR
 set -euo pipefail
 netc=$1 src=$2 work=$3
@@ -48,4 +50,18 @@ grep -Eq 'Machine: +AArch64' "$work/archive.header" || { echo "FAIL: liblenet5.a
 # The header does not depend on the target.
 "$netc" build "$src/examples/lenet5.net" --weights "$work/run/last.safetensors" -o "$work/host" --quiet
 cmp "$work/arm/lenet5.h" "$work/host/lenet5.h" || { echo "FAIL: the header differs between targets"; exit 1; }
-echo "aarch64_test: passed ($(wc -c < "$work/arm/liblenet5.so") bytes of AArch64 library)"
+# The other architectures netc build compiles for (codegen/llvm/CompileObject.cpp):
+# a 64-bit relocatable object and shared library of that machine each.
+for pair in riscv64-linux-gnu:RISC-V powerpc64le-linux-gnu:PowerPC64; do
+  triple=${pair%%:*} machine=${pair#*:}
+  "$netc" build "$src/examples/lenet5.net" --weights "$work/run/last.safetensors" -o "$work/$triple" \
+    --target "$triple" --quiet
+  for file in lenet5.o liblenet5.so; do
+    "$readelf" --file-header "$work/$triple/$file" > "$work/$triple.$file.header"
+    grep -Eq 'Class: +ELF64' "$work/$triple.$file.header" &&
+      grep -Eq "Machine: +$machine" "$work/$triple.$file.header" ||
+      { echo "FAIL: $triple's $file is not an ELF64 $machine file"; cat "$work/$triple.$file.header"; exit 1; }
+  done
+  cmp "$work/$triple/lenet5.h" "$work/host/lenet5.h" || { echo "FAIL: the header differs for $triple"; exit 1; }
+done
+echo "aarch64_test: passed ($(wc -c < "$work/arm/liblenet5.so") bytes of AArch64 library; riscv64 and powerpc64le built)"

@@ -493,6 +493,19 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   CHECK_FAILS(netc_build_library(net, checkpoint, lib, "9lives", NULL, NULL), NETC_ERROR_USAGE,
               "C identifier");
 #ifdef NETC_TEST_HAVE_LLVM
+  /* Targets and CPUs on which LLVM would abort the calling process ("Cannot
+     select", "64-bit code requested"): a status instead, and this process
+     goes on. */
+  CHECK_FAILS(netc_build_library(net, checkpoint, lib, NULL, "amdgcn-amd-amdhsa", NULL), NETC_ERROR_USAGE,
+              "not amdgcn");
+  CHECK_FAILS(netc_build_library(net, checkpoint, lib, NULL, "nvptx64-nvidia-cuda", NULL), NETC_ERROR_USAGE,
+              "not nvptx64");
+  CHECK_FAILS(netc_build_library(net, checkpoint, lib, NULL, NULL, "i386"), NETC_ERROR_USAGE, "32-bit");
+  CHECK_FAILS(netc_build_library(net, checkpoint, lib, NULL, NULL, "gfx90a"), NETC_ERROR_USAGE,
+              "not a CPU of x86_64");
+  /* A folder netc did not make is not written into. */
+  CHECK_FAILS(netc_build_library(net, checkpoint, workDir, NULL, NULL, NULL), NETC_ERROR_USAGE,
+              "netc build did not make it");
   CHECK(netc_build_library(net, checkpoint, lib, "capi_digits", NULL, "") == NETC_OK);
   char header[4200];
   snprintf(header, sizeof header, "%s/capi_digits.h", lib);

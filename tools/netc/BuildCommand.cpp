@@ -5,6 +5,7 @@
 #include "CommandSupport.h"
 
 #include "netc/Training.h"
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 
@@ -37,12 +38,12 @@ int runBuild(const BuildArgs &args) {
   }
   if (args.quiet)
     return kSuccess;
-  std::printf("built %s for %s (cpu %s) in %.2f s:\n", result.prefix.c_str(), result.triple.c_str(),
-              result.cpu.c_str(), result.compileSeconds);
+  std::printf("built %s for %s (cpu %s) in %.2f s:\n", result.prefix.c_str(),
+              printableText(result.triple).c_str(), printableText(result.cpu).c_str(), result.compileSeconds);
   for (const std::string &file : result.files) {
     std::error_code ec;
     const uintmax_t bytes = std::filesystem::file_size(file, ec);
-    std::printf("  %-40s %s\n", file.c_str(), ec ? "" : sizeText(bytes).c_str());
+    std::printf("  %-40s %s\n", printableText(file).c_str(), ec ? "" : sizeText(bytes).c_str());
   }
   return kSuccess;
 }
@@ -55,7 +56,13 @@ void addBuildCommand(CLI::App &app, int &exitCode) {
       "build", "Compile a trained network into a native inference library with a C header (needs LLVM)");
   cmd->add_option("file", args->file, "Net# file")->required();
   cmd->add_option("--weights", args->weights, "Checkpoint written by netc train")->required();
-  cmd->add_option("-o,--out", args->library.outDir, "Folder the library's files go to (created)")->required();
+  cmd->add_option(
+         "-o,--out", args->library.outDir,
+         "Folder the library's files go to: a new or empty one, or one netc build made (its files are "
+         "replaced)")
+      ->required();
+  cmd->add_flag("--overwrite", args->library.overwrite,
+                "Build into an existing folder netc build did not make, replacing only the files it writes");
   cmd->add_option("--name", args->library.name,
                   "C prefix of the library's symbols (PREFIX_infer, PREFIX.h); default: the network's name");
   cmd->add_option("--target", args->library.target,
