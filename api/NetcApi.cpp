@@ -4,6 +4,7 @@
 #include "api/NetworkImpl.h"
 #include "netc/netc.h"
 #include "support/DiagnosticPrinter.h"
+#include "support/PrintableText.h"
 #include "support/SourceFile.h"
 #include "support/Version.h"
 
@@ -87,9 +88,25 @@ CompileResult finish(Compilation &c) {
   return result;
 }
 
+/// The result of a source that is not compiled: one NS0001 error.
+CompileResult unreadable(const std::string &name, const std::string &reason) {
+  CompileResult result;
+  Message m;
+  m.code = std::string(diagInfo(DiagId::CannotReadFile).code);
+  m.file = name;
+  m.message = "cannot read '" + name + "': " + reason;
+  result.formattedDiagnostics = printableText(name) + ": error: " + printableText(m.message) + "\n";
+  result.diagnostics.push_back(std::move(m));
+  return result;
+}
+
 } // namespace
 
 CompileResult compile(std::string_view source, std::string_view name, const CompileOptions &options) {
+  // Above the limit a text is refused, not compiled (checking costs a large
+  // multiple of its size: CompileOptions::maxSourceBytes).
+  if (source.size() > options.maxSourceBytes)
+    return unreadable(std::string(name), sourceTooLargeReason(source.size(), options.maxSourceBytes));
   auto c = compileSource(SourceFile(std::string(name), std::string(source)), options);
   return finish(*c);
 }
@@ -97,16 +114,8 @@ CompileResult compile(std::string_view source, std::string_view name, const Comp
 CompileResult compileFile(const std::string &path, const CompileOptions &options) {
   std::string error;
   auto text = readSourceText(path, options.maxSourceBytes, error);
-  if (!text) {
-    CompileResult result;
-    Message m;
-    m.code = std::string(diagInfo(DiagId::CannotReadFile).code);
-    m.file = path;
-    m.message = "cannot read '" + path + "': " + error;
-    result.formattedDiagnostics = path + ": error: " + m.message + "\n";
-    result.diagnostics.push_back(std::move(m));
-    return result;
-  }
+  if (!text)
+    return unreadable(path, error);
   return compile(*text, path, options);
 }
 

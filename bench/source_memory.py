@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Peak memory of `netc check` and `netc show` on large and hostile files.
 
-What it is for: issue 10 asks that, below the source-size cap (64 MiB by
-default, --max-source-size), netc's peak memory stays proportional to the
+What it is for: issue 10 asks that, below the source-size cap (64 MiB then,
+4 MiB by default now; --max-source-size), netc's peak memory stays proportional to the
 file: a stated multiple of its size. This script writes each construct at
 about --size bytes (60 MB by default), runs netc on it once, and reports
 the wall time, the exit status, the peak resident memory (from wait4) and

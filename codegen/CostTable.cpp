@@ -5,6 +5,7 @@
 // is missing, misspelt, of the wrong type or out of range is named by path.
 #include "codegen/CostTable.h"
 
+#include "support/InputFile.h"
 #include "support/NumberText.h"
 #include "support/PrintableText.h"
 #include "support/Spelling.h"
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <set>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 namespace netc::cost {
@@ -697,11 +699,20 @@ std::string costTableJson(const CostTable &table) {
 }
 
 Expected<CostTable> readCostTable(const std::string &path) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
+  // A regular file or a shell's pipe; a FIFO or a device is refused without
+  // blocking on it (support/InputFile.h).
+  std::string why;
+  const int fd = openInputFile(path, why, /*allowPipe=*/true);
+  std::FILE *file = fd >= 0 ? ::fdopen(fd, "rb") : nullptr;
+  if (!file) {
+    if (fd >= 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+    }
     return fail(fmt::format("{}: cannot open the cost table: {}; give the path of a JSON file that `netc "
                             "calibrate` wrote",
-                            path, std::strerror(errno)));
+                            path, why));
+  }
   std::string text(kMaxTableBytes + 1, '\0');
   const size_t read = std::fread(text.data(), 1, text.size(), file);
   const int readError = std::ferror(file) ? errno : 0;

@@ -17,8 +17,10 @@ namespace netc::cost {
 
 namespace {
 
+/// ⌈a / b⌉ for a >= 0, without the overflow of (a + b - 1) / b near
+/// INT64_MAX (which made a batch of 2^63 - 1 micro-batches of 1 sample).
 int64_t ceilDiv(int64_t a, int64_t b) {
-  return b > 0 ? (a + b - 1) / b : 0;
+  return b > 0 ? a / b + (a % b > 0 ? 1 : 0) : 0;
 }
 
 /// Microseconds of a step of `samples` samples per rank on `ranks` ranks.

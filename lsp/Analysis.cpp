@@ -31,10 +31,25 @@ template <class Get> std::string perDim(const ir::Geometry &g, Get get) {
 
 } // namespace
 
+namespace {
+
+/// The compilation of `text`, or for a text over `maxBytes` that of an
+/// empty one with one NS0001 error, nothing parsed.
+std::unique_ptr<Compilation> compileBounded(std::string name, std::string text, uint64_t maxBytes) {
+  if (text.size() <= maxBytes)
+    return compileSource(SourceFile(std::move(name), std::move(text)), CompileOptions{});
+  auto c = std::make_unique<Compilation>(SourceFile(name, ""));
+  c->diags.report(DiagId::CannotReadFile, SourceRange{0, 0}, name,
+                  sourceTooLargeReason(text.size(), maxBytes));
+  return c;
+}
+
+} // namespace
+
 Analysis::Analysis(std::string name, std::string text, const cost::CostTable *costTable,
-                   std::string costTableName)
-    : compilation_(compileSource(SourceFile(std::move(name), std::move(text)), CompileOptions{})),
-      costTable_(costTable), costTableName_(std::move(costTableName)), lines_(compilation_->file.text()) {
+                   std::string costTableName, uint64_t maxBytes)
+    : compilation_(compileBounded(std::move(name), std::move(text), maxBytes)), costTable_(costTable),
+      costTableName_(std::move(costTableName)), lines_(compilation_->file.text()) {
   index();
 }
 

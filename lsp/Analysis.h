@@ -46,9 +46,12 @@ struct AttributeUse {
 class Analysis {
 public:
   /// Compiles `text` as `netc check` does (all passes) and indexes it. With
-  /// a cost table, a layer's hover adds its training time on it.
+  /// a cost table, a layer's hover adds its training time on it. A text
+  /// longer than `maxBytes` is not parsed: the analysis is that of an empty
+  /// document with one NS0001 error saying it is too large (checking takes a
+  /// large multiple of a text's size: CompileOptions::maxSourceBytes).
   Analysis(std::string name, std::string text, const cost::CostTable *costTable = nullptr,
-           std::string costTableName = {});
+           std::string costTableName = {}, uint64_t maxBytes = CompileOptions{}.maxSourceBytes);
 
   const Compilation &compilation() const { return *compilation_; }
   const SourceFile &file() const { return compilation_->file; }

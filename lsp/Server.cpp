@@ -173,8 +173,8 @@ const Analysis &Server::analysisOf(const std::string &uri) {
     std::string name = uri;
     if (name.rfind("file://", 0) == 0)
       name = name.substr(7);
-    c.analysis =
-        std::make_unique<Analysis>(name, doc->text, options_.costTable.get(), options_.costTableName);
+    c.analysis = std::make_unique<Analysis>(name, doc->text, options_.costTable.get(), options_.costTableName,
+                                            options_.maxDocumentBytes);
     c.version = doc->version;
     c.text = doc->text;
   }
@@ -365,6 +365,13 @@ void Server::didChange(const json &params) {
     }
     if (Status st = documents_.edit(uri, range, text.get<std::string>()); !st)
       throw ProtocolError{kInvalidParams, st.message()};
+    // Edits cannot grow a document without bound, one message at a time.
+    if (const uint64_t size = documents_.find(uri)->text.size();
+        size > maxMessageBytesFor(options_.maxDocumentBytes))
+      throw ProtocolError{kInvalidParams,
+                          fmt::format("the change makes '{}' {} bytes, more than the {} bytes a message may "
+                                      "have; it is not applied",
+                                      uri, size, maxMessageBytesFor(options_.maxDocumentBytes))};
   }
   restore.done = true;
   documents_.setVersion(uri, version);
@@ -663,6 +670,7 @@ json Server::codeActions(const json &params) {
 // ---- the stdio loop ----
 
 int runServer(int inFd, int outFd, int debounceMilliseconds, ServerOptions options) {
+  const uint64_t maxMessageBytes = maxMessageBytesFor(options.maxDocumentBytes);
   bool outputOpen = true;
   Server server(
       [&](const json &message) {
@@ -670,7 +678,7 @@ int runServer(int inFd, int outFd, int debounceMilliseconds, ServerOptions optio
           outputOpen = writeMessage(outFd, message.dump(-1, ' ', false, json::error_handler_t::replace));
       },
       std::move(options));
-  MessageReader reader(inFd);
+  MessageReader reader(inFd, maxMessageBytes);
   std::string body, error;
   while (!server.exited() && outputOpen) {
     if (server.hasPendingDiagnostics() && !reader.waitReadable(debounceMilliseconds)) {

@@ -36,10 +36,14 @@ enum ErrorCode : int {
 constexpr size_t kMaxJsonDepth = 512;
 
 /// What the server is started with: the cost table its layer hovers give a
-/// training time from (none: no times). It never measures anything.
+/// training time from (none: no times; it never measures anything), and the
+/// largest document it analyses (`netc lsp --max-source-size`): a larger one
+/// gets one diagnostic saying so. Messages may be 4 times that
+/// (maxMessageBytesFor), and no edit may make a document larger than that.
 struct ServerOptions {
   std::shared_ptr<const cost::CostTable> costTable;
   std::string costTableName;
+  uint64_t maxDocumentBytes = CompileOptions{}.maxSourceBytes;
 };
 
 class Server {

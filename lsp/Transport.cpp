@@ -4,6 +4,8 @@
 // whole writes.
 #include "lsp/Transport.h"
 
+#include "support/ByteSize.h"
+
 #include <fmt/format.h>
 
 #include <poll.h>
@@ -34,7 +36,20 @@ bool isBlank(char c) {
   return c == ' ' || c == '\t';
 }
 
+/// A Content-Length value as written, shortened when it is very long.
+std::string lengthText(std::string_view digits) {
+  constexpr size_t kShown = 40;
+  if (digits.size() <= kShown)
+    return std::string(digits);
+  return fmt::format("{}... ({} digits)", digits.substr(0, kShown / 2), digits.size());
+}
+
 } // namespace
+
+uint64_t maxMessageBytesFor(uint64_t maxDocumentBytes) {
+  return std::max<uint64_t>(kMaxMessageBytes,
+                            maxDocumentBytes > UINT64_MAX / 4 ? UINT64_MAX : 4 * maxDocumentBytes);
+}
 
 bool MessageReader::fill() {
   if (ended_)
@@ -187,6 +202,7 @@ MessageReader::Result MessageReader::read(std::string &body, std::string &error)
   const std::string header(buffer_, start_, headerEnd);
   start_ += bodyBegin;
   std::optional<uint64_t> length;
+  std::string_view lengthDigits; // the value as written (in `header`)
   size_t lineStart = 0;
   while (lineStart < header.size()) {
     size_t lineEnd = header.find('\n', lineStart);
@@ -212,23 +228,24 @@ MessageReader::Result MessageReader::read(std::string &body, std::string &error)
       uint64_t n = 0;
       const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (ec == std::errc::result_out_of_range && ptr == value.data() + value.size()) {
-        n = UINT64_MAX; // more digits than fit: oversized
+        n = UINT64_MAX; // more digits than fit: oversized (reported as written)
       } else if (ec != std::errc() || ptr != value.data() + value.size()) {
         return malformed(error, fmt::format("Content-Length '{}' is not a number", value.substr(0, 40)));
       }
       length = n;
+      lengthDigits = value;
     }
   }
   if (!length)
     return malformed(error, "a message header has no Content-Length");
-  if (*length > kMaxMessageBytes) {
+  if (*length > maxMessageBytes_) {
     // Answer now; the body is skipped (in chunks, never held) by scanning for
     // the next header -- a `Content-Length:` line, which valid JSON cannot
     // contain -- whether or not the declared size ever arrives.
-    skippedLength_ = *length;
-    return malformed(error, fmt::format("a message of {} bytes is larger than the {} bytes (64 MiB) allowed; "
+    skippedLength_ = lengthText(lengthDigits);
+    return malformed(error, fmt::format("a message of {} bytes is larger than the {} bytes ({}) allowed; "
                                         "its body is skipped up to the next header",
-                                        *length, kMaxMessageBytes));
+                                        *skippedLength_, maxMessageBytes_, byteSizeText(maxMessageBytes_)));
   }
   while (buffer_.size() - start_ < *length)
     if (!fill()) {

@@ -15,15 +15,21 @@
 
 namespace netc::lsp {
 
-/// The largest message body accepted, 64 MiB (bigger ones are reported and
-/// skipped).
-constexpr size_t kMaxMessageBytes = size_t{64} << 20;
+/// The largest message body accepted by default, 16 MiB (bigger ones are
+/// reported and skipped unread): four times the 4 MiB a document may have
+/// (CompileOptions::maxSourceBytes), room for a document at that limit in a
+/// didOpen or didChange even with many of its bytes escaped in JSON.
+constexpr size_t kMaxMessageBytes = size_t{16} << 20;
+/// The message limit for documents of at most `maxDocumentBytes`: 4 times
+/// that, and never less than kMaxMessageBytes.
+uint64_t maxMessageBytesFor(uint64_t maxDocumentBytes);
 /// The largest header block accepted (also bounds each header line).
 constexpr size_t kMaxHeaderBytes = size_t{16} << 10;
 
 class MessageReader {
 public:
-  explicit MessageReader(int fd) : fd_(fd) {}
+  explicit MessageReader(int fd, uint64_t maxMessageBytes = kMaxMessageBytes)
+      : fd_(fd), maxMessageBytes_(maxMessageBytes) {}
 
   /// Malformed: `error` says what was wrong; reading can go on (the next
   /// read skips to the next header). Unusable: the input ended inside the
@@ -51,12 +57,14 @@ private:
   std::optional<bool> lengthLineAt(size_t at) const;
 
   int fd_;
+  uint64_t maxMessageBytes_;
   std::string buffer_;
   size_t start_ = 0; // first unread byte of buffer_
   bool ended_ = false;
   bool resynchronising_ = false;
-  /// The declared size of the oversized message being skipped, if any.
-  std::optional<uint64_t> skippedLength_;
+  /// The declared size of the oversized message being skipped, if any, as
+  /// the client wrote it (it may not fit in 64 bits).
+  std::optional<std::string> skippedLength_;
 };
 
 /// Writes one framed message; false when the descriptor is closed.

@@ -1,4 +1,6 @@
-// DiagnosticPrinter.cpp -- text and JSON rendering of diagnostics.
+// DiagnosticPrinter.cpp -- text and JSON rendering of diagnostics. In text,
+// every piece of the user's text (file name, message, source line, fix-its)
+// has its control bytes escaped (PrintableText.h); JSON escapes them itself.
 #include "support/DiagnosticPrinter.h"
 #include "support/PrintableText.h"
 
@@ -63,9 +65,11 @@ void appendLocated(std::string &out, const SourceFile &file, SourceRange range, 
   const char *bold = opt.colour ? kBold : "";
   const char *reset = opt.colour ? kReset : "";
   const char *sevColour = opt.colour ? severityColour(severity) : "";
-  out += fmt::format("{}{}:{}:{}: {}{}{}: {}{}", bold, file.name(), start.line, start.column, reset,
-                     sevColour, severityName(severity), reset, bold);
-  out += message;
+  // The file name and the message are the user's text too: a name such as
+  // $'evil\e]0;PWNED\a.net' must not retitle or recolour the terminal.
+  out += fmt::format("{}{}:{}:{}: {}{}{}: {}{}", bold, printableText(file.name()), start.line, start.column,
+                     reset, sevColour, severityName(severity), reset, bold);
+  out += printableText(message);
   if (!code.empty())
     out += fmt::format(" [{}]", code);
   out += reset;
@@ -105,13 +109,14 @@ std::string formatDiagnosticText(const SourceFile &file, const Diagnostic &diag,
   appendLocated(out, file, diag.range, diag.severity, diag.message, diag.code(), options);
   for (const FixIt &fix : diag.fixits) {
     LineColumn at = file.lineColumn(fix.range.begin);
+    const std::string removed = printableText(file.slice(fix.range)), added = printableText(fix.replacement);
     if (fix.replacement.empty())
-      out += fmt::format("      = fix-it: remove '{}' at {}:{}\n", file.slice(fix.range), at.line, at.column);
+      out += fmt::format("      = fix-it: remove '{}' at {}:{}\n", removed, at.line, at.column);
     else if (fix.range.empty())
-      out += fmt::format("      = fix-it: insert '{}' at {}:{}\n", fix.replacement, at.line, at.column);
+      out += fmt::format("      = fix-it: insert '{}' at {}:{}\n", added, at.line, at.column);
     else
-      out += fmt::format("      = fix-it: replace '{}' with '{}' at {}:{}\n", file.slice(fix.range),
-                         fix.replacement, at.line, at.column);
+      out += fmt::format("      = fix-it: replace '{}' with '{}' at {}:{}\n", removed, added, at.line,
+                         at.column);
   }
   for (const DiagNote &note : diag.notes)
     appendLocated(out, file, note.range, Severity::Note, note.message, {}, options);

@@ -17,4 +17,9 @@ inline bool isControlByte(unsigned char c) {
 /// bytes, UTF-8 included, as they are.
 std::string printableText(std::string_view text);
 
+/// The same for a message of several lines: its newlines are kept, every
+/// other control byte escaped (a path or a field inside it cannot act on the
+/// terminal).
+std::string printableMessage(std::string_view text);
+
 } // namespace netc

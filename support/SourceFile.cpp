@@ -1,13 +1,14 @@
-// SourceFile.cpp -- line table construction and offset <-> line/column maps.
+// SourceFile.cpp -- line table construction, offset <-> line/column maps,
+// and the bounded reading of a source file (readSourceText).
 #include "support/SourceFile.h"
 
 #include "support/ByteSize.h"
+#include "support/InputFile.h"
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,31 +71,29 @@ std::string_view SourceFile::slice(SourceRange range) const {
   return std::string_view(text_).substr(begin, end - begin);
 }
 
+std::string sourceTooLargeReason(uint64_t size, uint64_t maxBytes, bool atLeast) {
+  return fmt::format("it is {}{}, more than the {} a Net# source file may have (raise the limit with "
+                     "--max-source-size)",
+                     atLeast ? "more than " : "", byteSizeText(size), byteSizeText(maxBytes));
+}
+
 std::optional<std::string> readSourceText(const std::string &path, uint64_t maxBytes, std::string &error) {
   auto tooLarge = [&](uint64_t size, bool atLeast) {
-    error = fmt::format("it is {}{}, more than the {} a Net# source file may have (raise the limit with "
-                        "--max-source-size)",
-                        atLeast ? "more than " : "", byteSizeText(size), byteSizeText(maxBytes));
+    error = sourceTooLargeReason(size, maxBytes, atLeast);
     return std::nullopt;
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = std::strerror(errno);
+  // A regular file or a shell's pipe (`cat x | netc check /dev/stdin`); a
+  // FIFO, a device or a socket is refused without blocking on it.
+  const int fd = openInputFile(path, error, /*allowPipe=*/true);
+  if (fd < 0)
     return std::nullopt;
-  }
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
   struct stat info {};
-  if (::fstat(fd, &info) == 0) {
-    if (S_ISDIR(info.st_mode)) {
-      error = std::strerror(EISDIR);
-      return std::nullopt;
-    }
-    if (S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) > maxBytes)
-      return tooLarge(static_cast<uint64_t>(info.st_size), false);
-  }
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) > maxBytes)
+    return tooLarge(static_cast<uint64_t>(info.st_size), false);
   std::string text;
   char chunk[1 << 16];
   for (;;) {

@@ -47,10 +47,16 @@ private:
 };
 
 /// Reads a whole source file of at most `maxBytes` bytes; otherwise nothing,
-/// and `error` says why: the system's reason, or that the file is larger than
-/// the limit (with both sizes and the --max-source-size flag). Never reads
-/// more than maxBytes + 1 bytes, so a huge file or an endless pipe is refused
-/// without being loaded.
+/// and `error` says why: the system's reason, that it is not a file (a FIFO,
+/// a device: InputFile.h; a shell's pipe is read), or that the file is
+/// larger than the limit (with both sizes and the --max-source-size flag).
+/// Never reads more than maxBytes + 1 bytes, so a huge file or an endless
+/// pipe is refused without being loaded.
 std::optional<std::string> readSourceText(const std::string &path, uint64_t maxBytes, std::string &error);
+
+/// Why a source of `size` bytes (with `atLeast`: more than `size`) is
+/// refused under the limit `maxBytes`: "it is 5.0 MiB, more than the 4.0 MiB
+/// a Net# source file may have (raise the limit with --max-source-size)".
+std::string sourceTooLargeReason(uint64_t size, uint64_t maxBytes, bool atLeast = false);
 
 } // namespace netc

@@ -35,8 +35,12 @@ struct CompileOptions {
   /// Stop after this many errors (0: report every error). The default keeps
   /// a file of garbage from producing millions of diagnostics.
   size_t maxErrors = 200;
-  /// Largest source file read (compileFile, the CLI): 64 MiB by default.
-  uint64_t maxSourceBytes = uint64_t{64} << 20;
+  /// Largest source text compiled (compile, compileFile, the CLI, the
+  /// language server): 4 MiB by default. Real Net# files are under 10 KB and
+  /// the largest generated test network is 1.6 MB, while checking a file
+  /// takes up to about 100 times its size in memory (docs/performance.md), so
+  /// a larger text is refused unread (NS0001) unless the limit is raised.
+  uint64_t maxSourceBytes = uint64_t{4} << 20;
 };
 
 /// The most --max-source-size may be: offsets into a source are 32-bit.

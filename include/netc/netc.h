@@ -99,7 +99,9 @@ struct CompileResult {
   size_t errorCount() const;
 };
 
-/// Compiles Net# source text; `name` is used in messages and as the network name.
+/// Compiles Net# source text; `name` is used in messages and as the network
+/// name. A text longer than options.maxSourceBytes is not compiled: one
+/// NS0001 error says so.
 CompileResult compile(std::string_view source, std::string_view name = "<input>",
                       const CompileOptions &options = {});
 /// Reads and compiles a file; an unreadable file is an error diagnostic.

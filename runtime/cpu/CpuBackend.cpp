@@ -90,6 +90,13 @@ std::vector<std::string_view> instructionSets() {
   return names;
 }
 
+std::vector<std::string_view> knownInstructionSets() {
+  std::vector<std::string_view> names;
+  for (const FastTable &t : fastTables())
+    names.push_back(t.table.name);
+  return names;
+}
+
 const KernelTable *fastTable(std::string_view instructionSet) {
   for (const FastTable &t : fastTables())
     if (t.supported && (instructionSet.empty() || t.table.name == instructionSet))

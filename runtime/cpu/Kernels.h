@@ -119,6 +119,9 @@ namespace reference {
 /// The instruction sets the fast table was built for that this processor
 /// runs, best first ("avx512", "avx2", "baseline").
 std::vector<std::string_view> instructionSets();
+/// Every instruction set the fast table was built for, whether or not this
+/// processor runs it, best first (what --cpu-isa may name).
+std::vector<std::string_view> knownInstructionSets();
 
 /// One kernel table: a kernel per op with kernels (indexed by plan::OpKind) and, for the
 /// feature-major fast tables, the layout conversions (null for the reference).

@@ -319,6 +319,75 @@ TEST(Server, HugeDocumentIsServed) {
   EXPECT_EQ(symbols["result"].size(), static_cast<size_t>(layers + 1));
 }
 
+TEST(Server, DocumentOverTheSizeLimitGetsOneDiagnosticAndIsNotParsed) {
+  // Over the 4 MiB default: one NS0001 error at 1:1 saying so (the
+  // message `netc check` gives for such a file), nothing parsed, and the
+  // requests answered as for an empty document.
+  const uint64_t limit = CompileOptions{}.maxSourceBytes;
+  ASSERT_EQ(limit, uint64_t{4} << 20);
+  std::string text = "input I [2];\noutput O [1] from Missing all;\n";
+  text += std::string(limit + 200 * 1024 - text.size(), '\n');
+  Session s;
+  s.initialize();
+  const std::string uri = "file:///tmp/big.net";
+  s.open(uri, text);
+  const size_t before = s.sent().size();
+  EXPECT_TRUE(s.server().idle());
+  std::vector<json> published = s.published(before);
+  ASSERT_EQ(published.size(), 1u);
+  const json &diagnostics = published[0]["diagnostics"];
+  ASSERT_EQ(diagnostics.size(), 1u) << diagnostics.dump();
+  EXPECT_EQ(diagnostics[0]["code"], "NS0001");
+  EXPECT_EQ(diagnostics[0]["message"],
+            "cannot read '/tmp/big.net': it is 4.2 MiB, more than the 4.0 MiB a Net# source file may have "
+            "(raise the limit with --max-source-size)");
+  EXPECT_EQ(diagnostics[0]["range"]["start"], position(0, 0));
+  EXPECT_TRUE(s.request("textDocument/hover", at(uri, 1, 20))["result"].is_null());
+  EXPECT_TRUE(s.request("textDocument/documentSymbol", {{"textDocument", {{"uri", uri}}}})["result"].empty());
+
+  // An edit that brings it under the limit: analysed as usual.
+  s.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", uri}, {"version", 2}}},
+            {"contentChanges", json::array({{{"text", "input I [2];\noutput O [1] from Missing all;\n"}}})}});
+  const size_t edited = s.sent().size();
+  EXPECT_TRUE(s.server().idle());
+  published = s.published(edited);
+  ASSERT_EQ(published.size(), 1u);
+  ASSERT_EQ(published[0]["diagnostics"].size(), 1u) << published[0].dump();
+  EXPECT_EQ(published[0]["diagnostics"][0]["code"], "NS0302");
+}
+
+TEST(Server, TheDocumentLimitIsAnOptionAndEditsCannotGrowADocumentWithoutBound) {
+  ServerOptions options;
+  options.maxDocumentBytes = 1024; // netc lsp --max-source-size 1K
+  Session s(std::move(options));
+  s.initialize();
+  const std::string uri = "file:///grow.net";
+  s.open(uri, std::string(2000, ' '));
+  EXPECT_TRUE(s.server().idle());
+  std::vector<json> published = s.published();
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(
+      published[0]["diagnostics"][0]["message"],
+      "cannot read '/grow.net': it is 2.0 KiB, more than the 1.0 KiB a Net# source file may have (raise "
+      "the limit with --max-source-size)");
+  // Appending 9 MiB twice would pass the 16 MiB a message may have: the
+  // second change is refused (logged) and the document keeps its text.
+  const json append = {{"range", {{"start", position(0, 2000)}, {"end", position(0, 2000)}}},
+                       {"text", std::string(9 << 20, ' ')}};
+  s.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", uri}, {"version", 2}}}, {"contentChanges", json::array({append})}});
+  const size_t before = s.sent().size();
+  s.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", uri}, {"version", 3}}}, {"contentChanges", json::array({append})}});
+  ASSERT_EQ(s.sent().size(), before + 1);
+  EXPECT_EQ(s.sent().back()["method"], "window/logMessage");
+  EXPECT_EQ(
+      s.sent().back()["params"]["message"],
+      "textDocument/didChange: the change makes 'file:///grow.net' 18876368 bytes, more than the 16777216 "
+      "bytes a message may have; it is not applied");
+}
+
 TEST(Server, OverDeepJsonIsRefusedWithoutBeingBuilt) {
   // 150,000 nested arrays as params, before initialize: a ParseError with id
   // null (not a stack overflow), and the server goes on.

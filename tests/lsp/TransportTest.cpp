@@ -102,7 +102,7 @@ TEST(Transport, OversizedLengthIsAnsweredAndTheNextHeaderIsFound) {
   MessageReader reader(feed.fd());
   std::string body, error;
   ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
-  EXPECT_EQ(error, "a message of 1000000000000 bytes is larger than the 67108864 bytes (64 MiB) allowed; "
+  EXPECT_EQ(error, "a message of 1000000000000 bytes is larger than the 16777216 bytes (16.0 MiB) allowed; "
                    "its body is skipped up to the next header");
   EXPECT_TRUE(body.empty());
   ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
@@ -127,11 +127,45 @@ TEST(Transport, OversizedBodyThatArrivesIsSkippedInChunks) {
 }
 
 TEST(Transport, LengthWithTooManyDigitsIsOversized) {
+  // The length is reported as the client wrote it, not as 2^64 - 1.
   Feed feed("Content-Length: 123456789012345678901234567890\r\n\r\n" + framed("{}"));
   MessageReader reader(feed.fd());
   std::string body, error;
   ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
-  EXPECT_NE(error.find("is larger than the 67108864 bytes (64 MiB) allowed"), std::string::npos) << error;
+  EXPECT_EQ(error, "a message of 123456789012345678901234567890 bytes is larger than the 16777216 bytes "
+                   "(16.0 MiB) allowed; its body is skipped up to the next header");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
+  EXPECT_EQ(body, "{}");
+}
+
+TEST(Transport, VeryLongLengthIsShortenedAndNamedWhenTheStreamEnds) {
+  // 300 digits: the first 20 and the count; the same text when the input
+  // then ends inside the body being skipped.
+  const std::string digits = "1" + std::string(299, '0');
+  Feed feed("Content-Length: " + digits + "\r\n\r\nxyz");
+  MessageReader reader(feed.fd());
+  std::string body, error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  EXPECT_EQ(error,
+            "a message of 10000000000000000000... (300 digits) bytes is larger than the 16777216 bytes "
+            "(16.0 MiB) allowed; its body is skipped up to the next header");
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Unusable);
+  EXPECT_EQ(error, "the input ended inside the body of the 10000000000000000000... (300 digits)-byte message "
+                   "being skipped; the stream is unusable");
+}
+
+TEST(Transport, TheLimitFollowsTheDocumentLimit) {
+  // A server with 64 MiB documents (--max-source-size 64M) takes messages of
+  // 256 MiB; a smaller document limit never lowers the 16 MiB default.
+  EXPECT_EQ(maxMessageBytesFor(uint64_t{64} << 20), uint64_t{256} << 20);
+  EXPECT_EQ(maxMessageBytesFor(1024), kMaxMessageBytes);
+  EXPECT_EQ(maxMessageBytesFor(UINT64_MAX), UINT64_MAX);
+  Feed feed("Content-Length: 2000\r\n\r\n" + std::string(2000, ' ') + framed("{}"));
+  MessageReader reader(feed.fd(), 1000);
+  std::string body, error;
+  ASSERT_EQ(reader.read(body, error), MessageReader::Result::Malformed);
+  EXPECT_EQ(error, "a message of 2000 bytes is larger than the 1000 bytes (1000 B) allowed; its body is "
+                   "skipped up to the next header");
   ASSERT_EQ(reader.read(body, error), MessageReader::Result::Message) << error;
   EXPECT_EQ(body, "{}");
 }

@@ -6,6 +6,7 @@
 
 #include "support/DiagnosticPrinter.h"
 #include "support/DiagnosticVerifier.h"
+#include "support/PrintableText.h"
 
 #include <nlohmann/json.hpp>
 
@@ -39,8 +40,7 @@ int runCheck(const CheckArgs &args) {
              {"notes", nlohmann::json::array()},
              {"fixits", nlohmann::json::array()}});
       } else {
-        std::fprintf(stderr, "%s: error: %s [%s]\n", path.c_str(), unreadableMessage(path, error).c_str(),
-                     std::string(diagInfo(DiagId::CannotReadFile).code).c_str());
+        reportUnreadable(path, error);
       }
       continue;
     }
@@ -48,7 +48,7 @@ int runCheck(const CheckArgs &args) {
     if (args.verify) {
       std::vector<std::string> problems = verifyDiagnostics(c->file, c->diags.sorted());
       for (const std::string &p : problems)
-        std::fprintf(stderr, "%s: verify: %s\n", path.c_str(), p.c_str());
+        std::fprintf(stderr, "%s: verify: %s\n", printableText(path).c_str(), printableText(p).c_str());
       if (!problems.empty() && status != kUsageError)
         status = kInputError;
       continue;
@@ -63,7 +63,9 @@ int runCheck(const CheckArgs &args) {
       status = kInputError;
   }
   if (args.format == "json" && !args.verify)
-    std::printf("%s\n", nlohmann::json{{"diagnostics", all}}.dump(2).c_str());
+    std::printf("%s\n", nlohmann::json{{"diagnostics", all}}
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   return status;
 }
 

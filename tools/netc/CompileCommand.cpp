@@ -39,7 +39,7 @@ int runCompile(const CompileArgs &args) {
     for (const PassInfo &pass : allPasses())
       known |= pass.name == args.after;
     if (!known) {
-      std::fprintf(stderr, "netc: error: unknown pass '%s' for --after\n", args.after.c_str());
+      printError("unknown pass '" + args.after + "' for --after");
       return kUsageError;
     }
   }
@@ -67,14 +67,14 @@ int runCompile(const CompileArgs &args) {
       auto built = plan::buildPlan(c->network, options);
       if (!built) {
         printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
-        std::fprintf(stderr, "netc: error: %s\n", built.message().c_str());
+        printError(built.message());
         return kInputError;
       }
       if (args.emit == "llvm") {
         auto ir = emitLlvmIr(c->network, *built);
         if (!ir) {
           printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
-          std::fprintf(stderr, "netc: error: %s\n", ir.message().c_str());
+          printError(ir.message());
           return kInputError;
         }
         out = std::move(*ir);
@@ -111,7 +111,7 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--bucket-mb", args->bucketMb,
                   "With --emit=plan: the gradient buckets' size, as netc train's")
-      ->check(CLI::Range(1e-9, kMaxBucketMb))
+      ->check([](const std::string &text) { return positiveNumberFlagProblem(text, kMaxBucketMb); })
       ->type_name("MB")
       ->capture_default_str();
   args->compile.addTo(*cmd);

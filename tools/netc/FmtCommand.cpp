@@ -5,6 +5,7 @@
 #include "CommandSupport.h"
 
 #include "frontend/Formatter.h"
+#include "support/PrintableText.h"
 
 #include <cerrno>
 #include <climits>
@@ -34,29 +35,31 @@ struct FmtArgs {
 int replaceFileContents(const std::string &path, const std::string &contents) {
   char *resolved = ::realpath(path.c_str(), nullptr);
   if (!resolved) {
-    std::fprintf(stderr, "netc: error: cannot resolve '%s': %s\n", path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "netc: error: cannot resolve '%s': %s\n", printableText(path).c_str(),
+                 std::strerror(errno));
     return kInputError;
   }
   const std::string target = resolved;
   std::free(resolved);
   struct stat info {};
   if (::stat(target.c_str(), &info) != 0) {
-    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", target.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "netc: error: cannot read '%s': %s\n", printableText(target).c_str(),
+                 std::strerror(errno));
     return kInputError;
   }
   std::string temporary = target + ".netc-fmt.tmp-XXXXXX";
   const int fd = ::mkstemp(temporary.data());
   if (fd < 0) {
-    std::fprintf(stderr, "netc: error: cannot create a temporary file next to '%s': %s\n", target.c_str(),
-                 std::strerror(errno));
+    std::fprintf(stderr, "netc: error: cannot create a temporary file next to '%s': %s\n",
+                 printableText(target).c_str(), std::strerror(errno));
     return kInputError;
   }
   auto failWith = [&](const char *what) {
     const int error = errno;
     ::close(fd);
     ::unlink(temporary.c_str());
-    std::fprintf(stderr, "netc: error: cannot %s '%s': %s; '%s' is unchanged\n", what, temporary.c_str(),
-                 std::strerror(error), path.c_str());
+    std::fprintf(stderr, "netc: error: cannot %s '%s': %s; '%s' is unchanged\n", what,
+                 printableText(temporary).c_str(), std::strerror(error), printableText(path).c_str());
     return kInputError;
   };
   size_t written = 0;
@@ -79,14 +82,15 @@ int replaceFileContents(const std::string &path, const std::string &contents) {
   if (::close(fd) != 0) {
     const int error = errno;
     ::unlink(temporary.c_str());
-    std::fprintf(stderr, "netc: error: cannot write '%s': %s; '%s' is unchanged\n", temporary.c_str(),
-                 std::strerror(error), path.c_str());
+    std::fprintf(stderr, "netc: error: cannot write '%s': %s; '%s' is unchanged\n",
+                 printableText(temporary).c_str(), std::strerror(error), printableText(path).c_str());
     return kInputError;
   }
   if (::rename(temporary.c_str(), target.c_str()) != 0) {
     const int error = errno;
     ::unlink(temporary.c_str());
-    std::fprintf(stderr, "netc: error: cannot replace '%s': %s\n", target.c_str(), std::strerror(error));
+    std::fprintf(stderr, "netc: error: cannot replace '%s': %s\n", printableText(target).c_str(),
+                 std::strerror(error));
     return kInputError;
   }
   return kSuccess;
@@ -99,14 +103,16 @@ int runFmt(const FmtArgs &args) {
   auto c = compileSource(SourceFile(args.file, *text), CompileOptions{}, Stage::Parse);
   if (c->diags.hasErrors()) {
     printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
-    std::fprintf(stderr, "netc: '%s' was not formatted because it does not parse\n", args.file.c_str());
+    std::fprintf(stderr, "netc: '%s' was not formatted because it does not parse\n",
+                 printableText(args.file).c_str());
     return kInputError;
   }
   std::string formatted = formatProgram(c->parse.program, c->file);
   if (args.check) {
     if (formatted == *text)
       return kSuccess;
-    std::fprintf(stderr, "%s: not formatted (run 'netc fmt -i %s')\n", args.file.c_str(), args.file.c_str());
+    std::fprintf(stderr, "%s: not formatted (run 'netc fmt -i %s')\n", printableText(args.file).c_str(),
+                 printableText(args.file).c_str());
     return kInputError;
   }
   if (!args.inPlace) {

@@ -1,5 +1,7 @@
-// LspCommand.cpp -- `netc lsp [--debounce-ms N] [--cost-model FILE|NAME|none]`:
-// the Net# language server over stdio (lsp/Server.h). Editors start it; it
+// LspCommand.cpp -- `netc lsp [--debounce-ms N] [--cost-model FILE|NAME|none]
+// [--max-source-size SIZE]`: the Net# language server over stdio
+// (lsp/Server.h); a document over the size limit gets one diagnostic saying
+// so instead of being analysed. Editors start it; it
 // exits after the client's `exit` notification or at the end of its input,
 // with status 0 after `shutdown`, else 1 (and 1 when the input ends inside an
 // oversized message being skipped: docs/cli.md). Layer hovers give a training
@@ -16,6 +18,7 @@ namespace netc::cli {
 void addLspCommand(CLI::App &app, int &exitCode) {
   auto debounce = std::make_shared<int>(5);
   auto costModel = std::make_shared<std::string>("cpu");
+  auto maxSourceBytes = std::make_shared<uint64_t>(CompileOptions{}.maxSourceBytes);
   CLI::App *cmd =
       app.add_subcommand("lsp", "Run the Net# language server (LSP over stdin/stdout) for editors");
   cmd->add_option("--debounce-ms", *debounce,
@@ -27,8 +30,10 @@ void addLspCommand(CLI::App &app, int &exitCode) {
                   "built-in one (cpu, h100), or none")
       ->type_name("FILE|NAME|none")
       ->capture_default_str();
-  cmd->callback([debounce, costModel, &exitCode] {
+  addMaxSourceSizeOption(*cmd, *maxSourceBytes);
+  cmd->callback([debounce, costModel, maxSourceBytes, &exitCode] {
     lsp::ServerOptions options;
+    options.maxDocumentBytes = *maxSourceBytes;
     if (*costModel != "none") {
       auto table = cost::loadCostTable(*costModel);
       if (!table) {

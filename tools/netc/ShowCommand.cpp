@@ -10,10 +10,12 @@
 #include "support/ByteSize.h"
 #include "support/CheckedMath.h"
 #include "support/NumberText.h"
+#include "support/PrintableText.h"
 
 #include "codegen/Codegen.h"
 
 #include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace netc::cli {
@@ -177,9 +179,11 @@ nlohmann::json toJson(const ir::Network &net, int64_t batch) {
   return out;
 }
 
+/// `s` as the inside of a DOT string: quotes and backslashes escaped, and
+/// control bytes written as \\xNN (a network's name comes from its file's).
 std::string dotEscape(const std::string &s) {
   std::string out;
-  for (char c : s) {
+  for (char c : printableText(s)) {
     if (c == '"' || c == '\\')
       out += '\\';
     out += c;
@@ -250,7 +254,7 @@ int runShow(const ShowArgs &args) {
     nlohmann::json out = toJson(c->network, args.batch);
     if (partition)
       out["partition"] = partitionJson(c->network, *partition);
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (args.format == "dot") {
     printDot(c->network, partition ? &partition->partition : nullptr);
   } else if (partition) {
@@ -270,10 +274,8 @@ void addShowCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--format", args->format, "Output format: text, json or dot")
       ->check(CLI::IsMember({"text", "json", "dot"}))
       ->capture_default_str();
-  cmd->add_option("--batch", args->batch,
-                  "Batch size for the planned memory per batch and a --partition step")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  addIntegerOption(*cmd, "--batch", args->batch, int64_t{1}, std::numeric_limits<int64_t>::max(),
+                   "Batch size for the planned memory per batch and a --partition step");
   addIntegerOption(*cmd, "--partition", args->partition.stages, 1, 4096,
                    "Cut the network into K pipeline stages: their layers, time, memory and cut traffic");
   addIntegerOption(*cmd, "--micro-batches", args->partition.microBatches, 0, 1 << 20,

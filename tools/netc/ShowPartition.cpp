@@ -8,6 +8,7 @@
 #include "codegen/CostModel.h"
 #include "codegen/TrainingEstimate.h"
 #include "support/ByteSize.h"
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +19,7 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
   const std::string spec = flags.costModel.empty() ? "cpu" : flags.costModel;
   auto table = cost::loadCostTable(spec);
   if (!table) {
-    std::fprintf(stderr, "netc: error: --cost-model: %s\n", table.message().c_str());
+    std::fprintf(stderr, "netc: error: --cost-model: %s\n", printableText(table.message()).c_str());
     return std::nullopt;
   }
   plan::PlanOptions options;
@@ -30,7 +31,7 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
   options.maxMemoryBytes = UINT64_MAX;
   auto plan = plan::buildPlan(net, options);
   if (!plan) {
-    std::fprintf(stderr, "netc: error: %s\n", plan.message().c_str());
+    printError(plan.message());
     return std::nullopt;
   }
   ShownPartition shown;
@@ -40,7 +41,7 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
   shown.threads = profile.threads;
   auto request = cost::pipelineRequest(net, *plan, *table, profile, flags.stages, flags.microBatches, batch);
   if (!request) {
-    std::fprintf(stderr, "netc: error: %s\n", request.message().c_str());
+    printError(request.message());
     return std::nullopt;
   }
   shown.microBatches = request->microBatches;
@@ -59,7 +60,7 @@ void printPartitionText(const ir::Network &net, const ShownPartition &shown) {
   const int k = static_cast<int>(p.stages.size());
   std::printf("partition of network '%s' into %d stage(s) (cost table '%s'%s; %d micro-batch(es) of %lld "
               "sample(s) a step)\n",
-              net.name.c_str(), k, shown.costTable.c_str(),
+              printableText(net.name).c_str(), k, printableText(shown.costTable).c_str(),
               shown.threads > 0 ? fmt::format(", {} thread(s) per stage", shown.threads).c_str() : "",
               shown.microBatches, static_cast<long long>(shown.microBatch));
   std::printf("%-6s %-11s %-11s %-11s %-11s %-11s %s\n", "stage", "compute", "transfer", "time", "memory",
