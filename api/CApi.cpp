@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <new>
 #include <optional>
 #include <span>
@@ -312,6 +314,14 @@ netc_status netc_compile(const char *source, size_t length, const char *name,
     if (!source && length > 0)
       return nullArgument("netc_compile", "source");
     netc::CompileOptions compileOptions = options ? options->options : netc::CompileOptions{};
+    // Refused before a byte is read: a length past the limit is a caller's
+    // mistake (SIZE_MAX, a negative number converted), not a text to copy.
+    if (length > compileOptions.maxSourceBytes)
+      return fail(
+          NETC_ERROR_INVALID_ARGUMENT,
+          fmt::format("netc_compile: a source of {} bytes is more than the {} bytes a Net# source may "
+                      "have; raise the limit with the compile option max_source_bytes (at most {})",
+                      length, compileOptions.maxSourceBytes, netc::kMaxSourceBytesLimit));
     std::string_view text = source ? std::string_view(source, length) : std::string_view();
     return fillCompilation(netc::compile(text, name ? name : "<input>", compileOptions), out);
   });
@@ -520,17 +530,36 @@ netc_status netc_model_predict(netc_model *model, const float *features, size_t 
       return nullArgument("netc_model_predict", !model ? "model" : !features ? "features" : "outputs");
     const auto inputSize = static_cast<size_t>(model->model.inputSize());
     const auto outputSize = static_cast<size_t>(model->model.outputSize());
+    // No array holds more than PTRDIFF_MAX bytes: a larger count is a
+    // caller's mistake, refused before a value is read or written.
+    constexpr size_t kMostFloats = static_cast<size_t>(PTRDIFF_MAX) / sizeof(float);
+    if (feature_count > kMostFloats || output_capacity > kMostFloats)
+      return fail(NETC_ERROR_INVALID_ARGUMENT,
+                  fmt::format("netc_model_predict: {} {} is more than an array of floats can hold ({})",
+                              feature_count > kMostFloats ? feature_count : output_capacity,
+                              feature_count > kMostFloats ? "features" : "output values", kMostFloats));
     if (feature_count == 0 || feature_count % inputSize != 0)
       return fail(
           NETC_ERROR_INVALID_ARGUMENT,
           fmt::format("netc_model_predict: {} features is not a positive multiple of the input size {}",
                       feature_count, inputSize));
+    if (outputSize > 0 && feature_count / inputSize > kMostFloats / outputSize)
+      return fail(NETC_ERROR_INVALID_ARGUMENT,
+                  fmt::format("netc_model_predict: {} samples would need more output values than an array of "
+                              "floats can hold",
+                              feature_count / inputSize));
     const size_t needed = feature_count / inputSize * outputSize;
     if (output_capacity < needed)
       return fail(NETC_ERROR_INVALID_ARGUMENT,
                   fmt::format("netc_model_predict: the output buffer holds {} values but {} samples need {}",
                               output_capacity, feature_count / inputSize, needed));
-    std::vector<float> result = model->model.predict(std::span<const float>(features, feature_count));
+    // Inputs whose outputs are not finite (a feature far outside what the
+    // normaliser saw) are an input error naming the layer, never NaN outputs.
+    std::string problem;
+    std::vector<float> result =
+        model->model.predict(std::span<const float>(features, feature_count), problem);
+    if (!problem.empty())
+      return fail(NETC_ERROR_INPUT, "netc_model_predict: " + problem);
     if (result.size() != needed)
       return fail(NETC_ERROR_INTERNAL, fmt::format("netc_model_predict: the model returned {} values, not {}",
                                                    result.size(), needed));

@@ -7,7 +7,10 @@
 // ops', and a sample's is the trainer's gather of a batch; checkpoint writes
 // are timed in the table's folder. With several
 // ranks, all-reduces of a few sizes measure the link between them (α + n/β)
-// first; rank 0 then measures the rest alone and writes the table.
+// first; rank 0 then measures the rest alone and writes the table. The output
+// is checked before anything is measured: only a regular file is replaced
+// (never a folder, a device or a symbolic link), and its folder must take a
+// new file; the table is then written to a temporary file and renamed.
 #include "api/Backends.h"
 #include "api/DataParallel.h"
 #include "codegen/CostModel.h"
@@ -17,6 +20,7 @@
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
 #include "support/ByteSize.h"
+#include "support/InputFile.h"
 #include "support/Statistics.h"
 
 #include <fmt/format.h>
@@ -39,6 +43,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace netc {
@@ -469,6 +474,79 @@ std::string today() {
   return text;
 }
 
+/// The folder `path` goes in ("." for a bare name).
+std::filesystem::path folderOf(const std::string &path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  return folder.empty() ? std::filesystem::path(".") : folder;
+}
+
+/// Fails unless the table may go to `path`: nothing there, or (with
+/// `overwrite`) a regular file -- never a folder, a device or a symbolic link,
+/// which a rename would replace -- in a folder where a new file can be made.
+/// Called before measuring, so a refusal costs no minutes.
+Status checkTablePath(const std::string &path, bool overwrite) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0) {
+    if (!S_ISREG(info.st_mode))
+      return fail(
+          fmt::format("-o {}: it is {}; netc calibrate replaces only a regular file (never a folder, a "
+                      "device or a symbolic link, nor the file a link points to); name another file",
+                      path, fileKindText(info.st_mode)));
+    if (!overwrite)
+      return fail(fmt::format("{} exists; pass --overwrite to replace it", path));
+  } else if (const int error = errno; error != ENOENT) {
+    return fail(fmt::format("-o {}: cannot check it: {}", path, std::strerror(error)));
+  }
+  const std::filesystem::path folder = folderOf(path);
+  const std::string probe = (folder / fmt::format(".netc-calibrate-{}.probe", ::getpid())).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int error = errno;
+    return fail(fmt::format("-o {}: cannot make a file in {}: {}; name a file in a folder you can write to",
+                            path, folder.string(), std::strerror(error)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::success();
+}
+
+/// Writes `text` to `path` whole or not at all: a new temporary file in its
+/// folder, fsync, a last check that `path` is still nothing or a regular
+/// file, rename.
+Status writeTable(const std::string &path, const std::string &text, bool overwrite) {
+  const std::string temporary =
+      (folderOf(path) /
+       fmt::format(".{}.{}.tmp", std::filesystem::path(path).filename().string(), ::getpid()))
+          .string();
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int error = errno;
+    return fail(fmt::format("cannot write {}: {}", temporary, std::strerror(error)));
+  }
+  int error = 0;
+  for (size_t written = 0; written < text.size() && error == 0;) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n > 0)
+      written += static_cast<size_t>(n);
+    else
+      error = n < 0 ? errno : ENOSPC; // nothing written: a full device
+  }
+  if (error == 0 && ::fsync(fd) != 0)
+    error = errno;
+  if (::close(fd) != 0 && error == 0)
+    error = errno;
+  Status ready = error != 0
+                     ? fail(fmt::format("cannot write {}: {}", temporary, std::strerror(error)))
+                     : checkTablePath(path, overwrite); // what the minutes of measuring may have changed
+  if (ready && ::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = errno;
+    ready = fail(fmt::format("cannot write {}: {}", path, std::strerror(error)));
+  }
+  if (!ready)
+    ::unlink(temporary.c_str());
+  return ready;
+}
+
 } // namespace
 
 CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress, void *context) {
@@ -504,13 +582,12 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   for (int t : threads)
     if (!gpu && (t < 1 || t > kMaxThreads))
       return refuse(FailureKind::Usage,
-                    fmt::format("--threads: each count must be from 1 to {}, got {}", kMaxThreads, t));
+                    fmt::format("--threads-list: each count must be from 1 to {}, got {}", kMaxThreads, t));
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
-  std::error_code ec;
   // Every rank checks (they share the machine): none waits for a rank 0 that refused.
-  if (std::filesystem::exists(s.outPath, ec) && !s.overwrite)
-    return refuse(FailureKind::Usage, fmt::format("{} exists; pass --overwrite to replace it", s.outPath));
+  if (Status out = checkTablePath(s.outPath, s.overwrite); !out)
+    return refuse(FailureKind::Usage, out.message());
 
   cost::CostTable table;
   // The links: measured between the ranks of a job, else the built-in table's.
@@ -623,8 +700,7 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   table.memoryBytes = gpu && builtin ? builtin->memoryBytes : machineMemoryBytes();
   table.devicesPerNode = gpu && builtin ? builtin->devicesPerNode : cores;
   {
-    std::filesystem::path folder = std::filesystem::path(s.outPath).parent_path();
-    auto storage = measureStorage(folder.empty() ? std::filesystem::path(".") : folder, result.lines);
+    auto storage = measureStorage(folderOf(s.outPath), result.lines);
     if (!storage)
       return refuse(FailureKind::Input, storage.message());
     table.storage = std::move(*storage);
@@ -633,18 +709,8 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   // Check what is written reads back, then write it whole or not at all.
   if (auto back = cost::parseCostTable(text, s.outPath); !back)
     return refuse(FailureKind::Input, "the measured table does not read back: " + back.message());
-  const std::string temporary = s.outPath + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush())
-      return refuse(FailureKind::Input, fmt::format("cannot write {}: {}", temporary, std::strerror(errno)));
-  }
-  std::filesystem::rename(temporary, s.outPath, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    return refuse(FailureKind::Input, fmt::format("cannot write {}: {}", s.outPath, ec.message()));
-  }
+  if (Status written = writeTable(s.outPath, text, s.overwrite); !written)
+    return refuse(FailureKind::Input, written.message());
   result.seconds = microsecondsSince(started) * 1e-6;
   return result;
 }

@@ -96,6 +96,7 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
                              checkpointPath));
   // The sizes that bind the network's `auto` shapes, as the run recorded them.
   CompileOptions compileOptions;
+  compileOptions.maxSourceBytes = options.maxSourceBytes;
   const int64_t maxNodes = compileOptions.maxLayerNodes;
   auto inputSize = train::checkpointCount(*file, checkpointPath, "input_size", 1, maxNodes);
   auto classes = train::checkpointCount(*file, checkpointPath, "classes", 0, maxNodes);
@@ -200,13 +201,57 @@ std::vector<float> Model::predict(std::span<const float> features) const {
   return train::predict(impl_->plan, *impl_->backend, normalized, count, impl_->batch);
 }
 
-EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error) const {
-  auto folder = data::loadDataFolder(dataDir);
-  if (!folder) {
-    error = folder.message();
+namespace {
+
+/// Why sample `sample` (normalised features) has outputs that are not
+/// finite: the first layer that became so.
+std::string nonFiniteText(const Model::Impl &impl, std::span<const float> sample) {
+  std::string layer = train::firstNonFiniteLayer(impl.plan, *impl.backend, sample);
+  return fmt::format(
+      "the outputs of network '{}' are not finite: {}; its weights or these inputs are too large "
+      "for 32-bit floats",
+      impl.name, layer.empty() ? "the output layer holds NaN or an infinity" : layer);
+}
+
+} // namespace
+
+std::vector<float> Model::predict(std::span<const float> features, std::string &error) const {
+  error.clear();
+  const int64_t n = inputSize();
+  if (features.empty() || static_cast<int64_t>(features.size()) % n != 0) {
+    error = fmt::format("{} values are not a positive multiple of the input size {}", features.size(), n);
     return {};
   }
-  data::Dataset &set = folder->test ? *folder->test : folder->train;
+  std::vector<float> normalized(features.begin(), features.end());
+  const int64_t count = static_cast<int64_t>(features.size()) / n;
+  for (int64_t i = 0; i < count; ++i)
+    if (Status s =
+            impl_->normalizer.applyRow(std::span<float>(normalized.data() + i * n, static_cast<size_t>(n)));
+        !s) {
+      error = fmt::format("sample {}: {}", i, s.message());
+      return {};
+    }
+  std::lock_guard lock(impl_->mutex);
+  std::vector<float> out = train::predict(impl_->plan, *impl_->backend, normalized, count, impl_->batch);
+  const int64_t k = outputSize();
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::all_of(out.begin() + i * k, out.begin() + (i + 1) * k,
+                     [](float v) { return std::isfinite(v); })) {
+      error = fmt::format(
+          "sample {}: {}", i,
+          nonFiniteText(*impl_, std::span<const float>(normalized.data() + i * n, static_cast<size_t>(n))));
+      return {};
+    }
+  return out;
+}
+
+EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error) const {
+  auto loaded = data::loadEvaluationSet(dataDir);
+  if (!loaded) {
+    error = loaded.message();
+    return {};
+  }
+  data::Dataset &set = *loaded;
   if (set.featureCount != inputSize()) {
     error = fmt::format("{}: samples have {} features but network '{}' reads {}", set.origin,
                         set.featureCount, impl_->name, inputSize());
@@ -231,7 +276,14 @@ EvaluationResult Model::evaluate(const std::string &dataDir, std::string &error)
     error = e.message();
     return {};
   }
-  return {e->samples, e->loss, e->accuracy, e->classification, e->confusion, e->classAccuracy};
+  if (e->nonFiniteSamples > 0) {
+    error = fmt::format("{}: {} ({} of the {} samples)", data::sampleLocation(set, e->firstNonFinite),
+                        nonFiniteText(*impl_, set.row(e->firstNonFinite)), e->nonFiniteSamples, set.count);
+    return {};
+  }
+  EvaluationResult result{e->samples,   e->loss,          e->accuracy, e->classification,
+                          e->confusion, e->classAccuracy, set.origin,  set.headerNote};
+  return result;
 }
 
 namespace {
@@ -291,6 +343,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   }
   CompileOptions options;
   options.inputSize = s.inputSize;
+  options.maxSourceBytes = s.maxSourceBytes;
   CompileResult compiled = compileFile(netPath, options);
   result.diagnostics = compiled.formattedDiagnostics;
   if (!compiled.network) {

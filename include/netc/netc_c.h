@@ -78,9 +78,10 @@ typedef struct netc_compile_options netc_compile_options;
 /** NULL when out of memory. */
 NETC_C_API netc_compile_options *netc_compile_options_new(void) NETC_NOEXCEPT;
 NETC_C_API void netc_compile_options_free(netc_compile_options *options) NETC_NOEXCEPT;
-/** Keys: "input_size", "hidden_nodes", "classes", "max_errors" (integers)
- * and "task" (auto, multiclass, binary, regression). An empty value restores
- * the default. */
+/** Keys: "input_size", "hidden_nodes", "classes", "max_errors",
+ * "max_source_bytes" (integers; the last: the longest text netc_compile and
+ * netc_compile_file take, 4 MiB by default, at most 2 GiB) and "task" (auto,
+ * multiclass, binary, regression). An empty value restores the default. */
 NETC_C_API netc_status netc_compile_options_set(netc_compile_options *options, const char *key,
                                                 const char *value) NETC_NOEXCEPT;
 
@@ -96,7 +97,9 @@ typedef struct netc_layer netc_layer;
 /** Compiles `length` bytes of Net# text; `name` (NULL: "<input>") appears in
  * messages and names the network; `options` may be NULL. Errors in the text
  * are diagnostics, not a failure: the call returns NETC_OK with *out set, and
- * netc_compilation_error_count tells whether the network is usable. */
+ * netc_compilation_error_count tells whether the network is usable. A
+ * `length` over the "max_source_bytes" option (4 MiB by default) is
+ * NETC_ERROR_INVALID_ARGUMENT, refused before any byte is read. */
 NETC_C_API netc_status netc_compile(const char *source, size_t length, const char *name,
                                     const netc_compile_options *options,
                                     netc_compilation **out) NETC_NOEXCEPT;
@@ -187,8 +190,9 @@ NETC_C_API int64_t netc_model_output_size(const netc_model *model) NETC_NOEXCEPT
  * multiple of the input size; the checkpoint's normalizer is applied),
  * `outputs` has room for `output_capacity` values and receives
  * samples * output size of them (probabilities for a softmax output). A size
- * that does not fit is NETC_ERROR_INVALID_ARGUMENT. Calls on one model are
- * serialised. */
+ * that does not fit is NETC_ERROR_INVALID_ARGUMENT; inputs whose outputs
+ * would not be finite are NETC_ERROR_INPUT, naming the sample and feature or
+ * the first layer that overflows. Calls on one model are serialised. */
 NETC_C_API netc_status netc_model_predict(netc_model *model, const float *features, size_t feature_count,
                                           float *outputs, size_t output_capacity) NETC_NOEXCEPT;
 

@@ -1,9 +1,11 @@
 // Csv.cpp -- the CSV reader (see Csv.h). Reads the whole file, then walks it
 // line by line keeping the line number and each field's column so that every
-// error can name file:line:column. Blank lines are skipped; fields may be
-// surrounded by spaces or double quotes.
+// error can name file:line:column. A UTF-8 byte-order mark is skipped (a
+// UTF-16 one refused); blank lines are skipped; fields may be surrounded by
+// spaces or double quotes.
 #include "runtime/data/Csv.h"
 
+#include "support/ByteSize.h"
 #include "support/PrintableText.h"
 
 #include <fmt/format.h>
@@ -11,10 +13,10 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <system_error>
 #include <vector>
 
@@ -80,16 +82,25 @@ NumberError parseNumber(std::string_view text, float &value) {
   return NumberError::None;
 }
 
-/// Whether every field is written as a number. NaN and infinities count:
-/// a row of them is data with a bad value, not a header.
-bool allNumbers(const std::vector<Field> &fields) {
-  float value;
-  for (const Field &field : fields)
-    if (NumberError error = parseNumber(field.text, value);
-        error != NumberError::None && error != NumberError::NotFinite)
-      return false;
-  return true;
+/// A field's text for a message: at most 40 bytes of it, escaped, so that a
+/// huge or hostile field cannot make a huge or harmful message.
+std::string shownField(std::string_view text) {
+  return printableText(text.substr(0, 40)) + (text.size() > 40 ? "..." : "");
 }
+
+/// The first field written as text, which makes a first row a header; -1
+/// when every field is written as a number (NaN, infinities and numbers out
+/// of float range included) or is empty: such a row is data whose bad values
+/// get the usual located errors, never a guessed header.
+int64_t firstTextField(const std::vector<Field> &fields) {
+  float value;
+  for (size_t i = 0; i < fields.size(); ++i)
+    if (parseNumber(fields[i].text, value) == NumberError::NotANumber)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 
 } // namespace
 
@@ -98,10 +109,19 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
   data.origin = name;
   data.labelsOrigin = name;
   data.sourceIsLines = true;
+  // Spreadsheets save "UTF-8 CSV" with a byte-order mark: it is no part of
+  // the first field. A UTF-16 file would read as fields of NUL bytes.
+  if (text.starts_with(kUtf8ByteOrderMark))
+    text.remove_prefix(kUtf8ByteOrderMark.size());
+  else if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF"))
+    return fail(fmt::format("{}: UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8 "
+                            "or ASCII CSV",
+                            name));
   std::vector<Field> fields;
   size_t width = 0;
   int64_t widthLine = 0;
   size_t labelColumn = 0;
+  bool labelled = true;
   bool sawHeader = false;
   bool first = true;
   int64_t lineNumber = 0;
@@ -122,24 +142,32 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
       first = false;
       width = fields.size();
       widthLine = lineNumber;
-      if (width < 2)
+      labelled = options.unlabelledWidth <= 0 || static_cast<int64_t>(width) != options.unlabelledWidth;
+      if (labelled && width < 2)
         return fail(
             fmt::format("{}:{}: a row needs a label and at least one feature, but this one has {} field; "
                         "expected fields separated by '{}'",
                         name, lineNumber, width, options.separator));
       int64_t column =
           options.labelColumn < 0 ? static_cast<int64_t>(width) + options.labelColumn : options.labelColumn;
-      if (column < 0 || column >= static_cast<int64_t>(width))
+      if (labelled && (column < 0 || column >= static_cast<int64_t>(width)))
         return fail(fmt::format("{}:{}: label column {} is out of range: rows have {} fields", name,
                                 lineNumber, options.labelColumn, width));
-      labelColumn = static_cast<size_t>(column);
-      data.featureCount = static_cast<int64_t>(width) - 1;
-      bool header =
-          options.header == CsvHeader::Present || (options.header == CsvHeader::Auto && !allNumbers(fields));
-      if (header) {
+      labelColumn = labelled ? static_cast<size_t>(column) : width;
+      data.featureCount = static_cast<int64_t>(width) - (labelled ? 1 : 0);
+      if (options.header == CsvHeader::Present) {
         sawHeader = true;
+        data.headerNote = fmt::format("line {} of {} is a header, as asked", lineNumber, name);
         continue;
       }
+      if (options.header == CsvHeader::Auto)
+        if (const int64_t textField = firstTextField(fields); textField >= 0) {
+          sawHeader = true;
+          data.headerNote =
+              fmt::format("line {} of {} is a header: field {} '{}' is not a number", lineNumber, name,
+                          textField + 1, shownField(fields[static_cast<size_t>(textField)].text));
+          continue;
+        }
     }
 
     if (fields.size() != width)
@@ -149,10 +177,9 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
       float value = 0;
       NumberError error = parseNumber(fields[i].text, value);
       if (error != NumberError::None) {
-        std::string what = i == labelColumn ? "the label" : fmt::format("feature field {}", i + 1);
-        // At most 40 bytes of the field: a huge one must not make a huge message.
-        const std::string shown =
-            printableText(fields[i].text.substr(0, 40)) + (fields[i].text.size() > 40 ? "..." : "");
+        std::string what = i == labelColumn ? fmt::format("the label (field {})", i + 1)
+                                            : fmt::format("feature field {}", i + 1);
+        const std::string shown = shownField(fields[i].text);
         std::string problem;
         switch (error) {
         case NumberError::Empty: problem = fmt::format("{} is empty; expected a number", what); break;
@@ -180,7 +207,8 @@ Expected<Dataset> parseCsv(std::string_view text, const std::string &name, const
     return fail(
         fmt::format("{}: empty file; expected one row per sample: a label and numeric features", name));
   if (data.count == 0)
-    return fail(fmt::format("{}: {} but no data rows", name, sawHeader ? "a header row" : "no rows"));
+    return fail(sawHeader ? fmt::format("{}: a header row but no data rows ({})", name, data.headerNote)
+                          : fmt::format("{}: no data rows", name));
   data.sampleShape = {data.featureCount};
   computeLabelInfo(data);
   return data;
@@ -193,15 +221,37 @@ Expected<Dataset> loadCsv(const std::string &path, const CsvOptions &options) {
     return fail(fmt::format("{}: no such file", path));
   if (!std::filesystem::is_regular_file(status))
     return fail(fmt::format("{}: not a regular file", path));
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return fail(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  return parseCsv(text.view(), path, options);
+  // The text, then its values as floats (at most 4 bytes for every 2 bytes
+  // of text: a digit and a separator): at most 3 times the file. Refused
+  // before it is read when that is more than the machine has.
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec)
+    return fail(fmt::format("{}: cannot read: {}", path, ec.message()));
+  if (const uint64_t memory = machineMemoryBytes(); size > memory / 3)
+    return fail(fmt::format("{}: {} of CSV text take up to {} once read and parsed, more than this machine's "
+                            "{} of memory; use a smaller file, or the data as IDX files",
+                            path, byteSizeText(size), byteSizeText(uint64_t(size) * 3),
+                            byteSizeText(memory)));
+  // errno is read right after the call that set it: never a stale one.
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) {
+    const int error = errno;
+    return fail(fmt::format("{}: cannot open: {}", path, std::strerror(error)));
+  }
+  std::string text;
+  text.reserve(size);
+  char buffer[1 << 16];
+  while (const size_t got = std::fread(buffer, 1, sizeof buffer, file.get())) {
+    text.append(buffer, got);
+    if (text.size() > size + (uint64_t{1} << 20)) // growing while read: bounded by what was checked
+      return fail(fmt::format("{}: the file grew while it was read (beyond {}); read it once it is complete",
+                              path, byteSizeText(size)));
+  }
+  if (std::ferror(file.get())) {
+    const int error = errno;
+    return fail(fmt::format("{}: cannot read: {}", path, std::strerror(error)));
+  }
+  return parseCsv(text, path, options);
 }
 
 } // namespace netc::data

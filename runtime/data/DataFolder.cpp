@@ -1,5 +1,6 @@
 // DataFolder.cpp -- finds and loads a data folder's training and test sets
-// (see DataFolder.h): IDX pairs under the MNIST names first, then CSV files.
+// (see DataFolder.h): IDX pairs under the MNIST names first, then CSV files;
+// an evaluation reads the test set alone when there is one.
 #include "runtime/data/DataFolder.h"
 
 #include "runtime/data/Idx.h"
@@ -39,7 +40,7 @@ Expected<std::optional<Dataset>> loadSet(const std::string &dir, const SetNames 
       return fail(fmt::format("data folder '{}': found {} but not {}[.gz]; the {} set needs both", dir,
                               images.empty() ? labels : images, images.empty() ? names.images : names.labels,
                               names.role));
-    Expected<Dataset> data = loadIdx(images, labels);
+    Expected<Dataset> data = loadIdx(images, labels, options.memoryLimit);
     if (!data)
       return data.error();
     return std::optional<Dataset>(std::move(*data));
@@ -62,9 +63,7 @@ std::string describeShape(const std::vector<int64_t> &shape) {
   return text;
 }
 
-} // namespace
-
-Expected<DataFolder> loadDataFolder(const std::string &dir, const LoadOptions &options) {
+Status checkFolder(const std::string &dir) {
   std::error_code ec;
   fs::file_status status = fs::status(dir, ec);
   if (ec || !fs::exists(status))
@@ -74,7 +73,14 @@ Expected<DataFolder> loadDataFolder(const std::string &dir, const LoadOptions &o
                     dir));
   if (!fs::is_directory(status))
     return fail(fmt::format("data folder '{}' is not a folder", dir));
+  return Status::success();
+}
 
+} // namespace
+
+Expected<DataFolder> loadDataFolder(const std::string &dir, const LoadOptions &options) {
+  if (Status folder = checkFolder(dir); !folder)
+    return fail(folder.message());
   Expected<std::optional<Dataset>> train = loadSet(dir, kTrain, options);
   if (!train)
     return train.error();
@@ -98,6 +104,20 @@ Expected<DataFolder> loadDataFolder(const std::string &dir, const LoadOptions &o
     folder.test = std::move(t);
   }
   return folder;
+}
+
+Expected<Dataset> loadEvaluationSet(const std::string &dir, const LoadOptions &options) {
+  if (Status folder = checkFolder(dir); !folder)
+    return fail(folder.message());
+  for (const SetNames *names : {&kTest, &kTrain}) {
+    Expected<std::optional<Dataset>> set = loadSet(dir, *names, options);
+    if (!set)
+      return set.error();
+    if (set->has_value())
+      return std::move(**set);
+  }
+  return fail(fmt::format("data folder '{}' has no data: looked for a test set ({}) and a training set ({})",
+                          dir, lookedFor(kTest), lookedFor(kTrain)));
 }
 
 } // namespace netc::data

@@ -1,7 +1,8 @@
 // DataFolder.h -- loads a data folder (`netc train --data DIR`): a training
 // set and an optional test set, as IDX files under the standard MNIST names
 // (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
-// t10k-labels-idx1-ubyte, each raw or .gz) or as train.csv / test.csv.
+// t10k-labels-idx1-ubyte, each raw or .gz) or as train.csv / test.csv; and
+// the one set an evaluation reads (the test set, else the training set).
 #pragma once
 
 #include "runtime/data/Csv.h"
@@ -19,6 +20,8 @@ struct LoadOptions {
   CsvOptions csv;
   /// Whether to load the test set when there is one.
   bool loadTest = true;
+  /// The memory IDX data may take once loaded (readIdxFile); 0: the machine's.
+  uint64_t memoryLimit = 0;
 };
 
 /// A folder's data sets.
@@ -31,5 +34,9 @@ struct DataFolder {
 /// Loads `dir`. IDX files are preferred to CSV when both are present; a test
 /// set must have the training set's sample shape.
 Expected<DataFolder> loadDataFolder(const std::string &dir, const LoadOptions &options = {});
+
+/// Loads the set `netc eval` reads from `dir`: its test set when it has one
+/// (the training set is then not read), else its training set.
+Expected<Dataset> loadEvaluationSet(const std::string &dir, const LoadOptions &options = {});
 
 } // namespace netc::data

@@ -37,11 +37,23 @@ int64_t firstLabelOutside(const Dataset &data, int64_t classes) {
   return -1;
 }
 
-std::string labelLocation(const Dataset &data, int64_t index) {
+namespace {
+
+std::string location(const Dataset &data, const std::string &file, int64_t index) {
   const int64_t row = data.sourceRows.empty() ? index : data.sourceRows[static_cast<size_t>(index)];
   if (data.sourceIsLines)
-    return fmt::format("{}:{}", data.labelsOrigin, row);
-  return fmt::format("{}, item {}", data.labelsOrigin, row);
+    return fmt::format("{}:{}", file, row);
+  return fmt::format("{}, item {}", file, row);
+}
+
+} // namespace
+
+std::string labelLocation(const Dataset &data, int64_t index) {
+  return location(data, data.labelsOrigin, index);
+}
+
+std::string sampleLocation(const Dataset &data, int64_t index) {
+  return location(data, data.origin, index);
 }
 
 Dataset selectRows(const Dataset &data, std::span<const int64_t> indices) {
@@ -54,6 +66,7 @@ Dataset selectRows(const Dataset &data, std::span<const int64_t> indices) {
   out.integerLabels = data.integerLabels;
   out.classCount = data.classCount;
   out.sourceIsLines = data.sourceIsLines;
+  out.headerNote = data.headerNote;
   out.sourceRows.resize(indices.size());
   out.features.resize(static_cast<size_t>(out.count * out.featureCount));
   out.labels.resize(indices.size());

@@ -37,6 +37,10 @@ struct Dataset {
   /// record i (an IDX file read whole).
   std::vector<int64_t> sourceRows;
   bool sourceIsLines = false;
+  /// Why the file's first row was taken as a header, for where the data set
+  /// is described ("line 1 of train.csv is a header: field 2 'pixel0' is not
+  /// a number"); empty when every row is data.
+  std::string headerNote;
 
   /// The features of sample `index` (0 <= index < count).
   std::span<const float> row(int64_t index) const {
@@ -62,8 +66,12 @@ int64_t firstLabelOutside(const Dataset &data, int64_t classes);
 /// CSV, "train-labels-idx1-ubyte, item 12" for IDX (0-based, as its items).
 std::string labelLocation(const Dataset &data, int64_t index);
 
+/// Where sample `index`'s features are, for messages: "train.csv:12" for
+/// CSV, "train-images-idx3-ubyte, item 12" for IDX.
+std::string sampleLocation(const Dataset &data, int64_t index);
+
 /// The samples of `data` at `indices` (in that order), with the same
-/// featureCount, sampleShape, integerLabels and classCount (a subset keeps the
+/// featureCount, sampleShape, integerLabels, classCount and headerNote (a subset keeps the
 /// parent's class count even when it lacks the highest class). Indices must
 /// lie in [0, data.count).
 Dataset selectRows(const Dataset &data, std::span<const int64_t> indices);

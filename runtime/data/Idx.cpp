@@ -1,11 +1,15 @@
 // Idx.cpp -- the IDX reader (see Idx.h). Every file goes through zlib's gz*
 // interface, which reads gzip streams and, transparently, raw files, so a
 // file is recognised by its content. The header is checked before anything
-// is allocated: a raw file's claimed size must equal its real size, and a
-// gzip stream is read into a buffer that grows only as data arrives, so a
-// lying header costs at most about twice the data that really exists.
+// is allocated: a raw file's claimed size must equal its real size; a gzip
+// file's must be one its compressed size can hold (deflate expands at most
+// 1032:1); and the data, as bytes and as the floats they become, must fit
+// the memory limit. A gzip stream is then inflated in bounded chunks into
+// memory reserved once, so a lying header costs no more than the data that
+// really arrives.
 #include "runtime/data/Idx.h"
 
+#include "support/ByteSize.h"
 #include "support/CheckedMath.h"
 
 #include <fmt/format.h>
@@ -13,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -30,6 +35,16 @@ using GzFile = std::unique_ptr<std::remove_pointer_t<gzFile>, GzCloser>;
 
 /// The largest single gzread request (its length parameter is unsigned).
 constexpr size_t kReadChunk = size_t{1} << 20;
+
+/// The most bytes deflate can expand one byte of compressed data into: a
+/// 258-byte match coded in 2 bits (zlib's documented 1032:1).
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+/// What an element costs once loaded: its byte, then the float it becomes.
+constexpr uint64_t kLoadedBytesPerElement = 1 + sizeof(float);
+
+/// How much of a gzip stream is inflated at a time.
+constexpr size_t kInflateChunk = size_t{4} << 20;
 
 std::string describeMagic(uint32_t magic) {
   uint32_t rank = magic & 0xff;
@@ -131,7 +146,7 @@ std::string truncatedMessage(const std::string &path, bool compressed, bool cutS
 
 } // namespace
 
-Expected<IdxArray> readIdxFile(const std::string &path, uint32_t expectedMagic) {
+Expected<IdxArray> readIdxFile(const std::string &path, uint32_t expectedMagic, uint64_t memoryLimit) {
   std::error_code ec;
   fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status))
@@ -191,14 +206,30 @@ Expected<IdxArray> readIdxFile(const std::string &path, uint32_t expectedMagic) 
   }
   const uint64_t expected = headerBytes + static_cast<uint64_t>(payload);
 
+  if (!compressed && fileSize < expected)
+    return fail(truncatedMessage(path, false, reader.cutShort(), array.dims, expected, fileSize));
+  if (!compressed && fileSize > expected)
+    return fail(
+        fmt::format("{}: {} bytes after the {} the header ({}) accounts for; expected exactly {} bytes", path,
+                    fileSize - expected, expected, describeDims(array.dims), expected));
+  // A gzip file cannot hold more than its size times deflate's ratio: refuse
+  // a bigger claim before inflating anything.
+  if (compressed && fileSize <= UINT64_MAX / kMaxDeflateRatio && expected > fileSize * kMaxDeflateRatio)
+    return fail(fmt::format("{}: truncated: the header ({}) needs {} bytes after decompression but a gzip "
+                            "file of {} bytes decompresses to at most {} (deflate expands at most {}:1); "
+                            "re-download it",
+                            path, describeDims(array.dims), expected, fileSize, fileSize * kMaxDeflateRatio,
+                            kMaxDeflateRatio));
+  // Each element is held as a byte and then as the float it becomes.
+  const uint64_t limit = memoryLimit ? memoryLimit : machineMemoryBytes();
+  if (static_cast<uint64_t>(payload) > limit / kLoadedBytesPerElement)
+    return fail(fmt::format("{}: the header ({}) declares {} elements, {} once read and converted to floats; "
+                            "that is more than the memory limit of {}; use a smaller file{}",
+                            path, describeDims(array.dims), payload,
+                            byteSizeText(static_cast<uint64_t>(payload) * kLoadedBytesPerElement),
+                            byteSizeText(limit), memoryLimit ? "" : " or a machine with more memory"));
+
   if (!compressed) {
-    // A raw file's size is known: refuse a lying header before allocating.
-    if (fileSize < expected)
-      return fail(truncatedMessage(path, false, reader.cutShort(), array.dims, expected, fileSize));
-    if (fileSize > expected)
-      return fail(
-          fmt::format("{}: {} bytes after the {} the header ({}) accounts for; expected exactly {} bytes",
-                      path, fileSize - expected, expected, describeDims(array.dims), expected));
     array.bytes.resize(static_cast<size_t>(payload));
     got = reader.read(array.bytes.data(), array.bytes.size());
     if (!got)
@@ -208,12 +239,13 @@ Expected<IdxArray> readIdxFile(const std::string &path, uint32_t expectedMagic) 
     return array;
   }
 
-  // A gzip stream's length is unknown until it is read: grow the buffer with
-  // the data that really arrives (doubling from 1 MiB), never past the
-  // claimed size.
+  // A gzip stream's length is unknown until it is read: reserve the claimed
+  // size once (address space, not memory, until it is written) and inflate
+  // into it chunk by chunk, so memory grows only with the data that arrives.
+  array.bytes.reserve(static_cast<size_t>(payload));
   size_t filled = 0;
   while (filled < static_cast<size_t>(payload)) {
-    size_t step = std::min(static_cast<size_t>(payload) - filled, std::max(filled, size_t{1} << 20));
+    size_t step = std::min(static_cast<size_t>(payload) - filled, kInflateChunk);
     array.bytes.resize(filled + step);
     got = reader.read(array.bytes.data() + filled, step);
     if (!got)
@@ -234,11 +266,12 @@ Expected<IdxArray> readIdxFile(const std::string &path, uint32_t expectedMagic) 
   return array;
 }
 
-Expected<Dataset> loadIdx(const std::string &imagesPath, const std::string &labelsPath) {
-  Expected<IdxArray> labels = readIdxFile(labelsPath, kIdxLabelsMagic);
+Expected<Dataset> loadIdx(const std::string &imagesPath, const std::string &labelsPath,
+                          uint64_t memoryLimit) {
+  Expected<IdxArray> labels = readIdxFile(labelsPath, kIdxLabelsMagic, memoryLimit);
   if (!labels)
     return labels.error();
-  Expected<IdxArray> images = readIdxFile(imagesPath, kIdxImagesMagic);
+  Expected<IdxArray> images = readIdxFile(imagesPath, kIdxImagesMagic, memoryLimit);
   if (!images)
     return images.error();
   if (images->dims[0] != labels->dims[0])

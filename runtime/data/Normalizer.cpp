@@ -2,8 +2,12 @@
 // affine normalizers (see Normalizer.h). Statistics are accumulated in
 // double; the fitted offset and scale are floats, applied as
 // (x - offset) * scale like ML.NET's affine normalizer. A fixed scale is a
-// float division, x / S, as image pipelines write it.
+// float division, x / S, as image pipelines write it. JSON that does not
+// parse is parsed again by a SAX handler that only tracks where it is, so a
+// number out of range is reported with its field and index.
 #include "runtime/data/Normalizer.h"
+
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -157,12 +161,24 @@ Status Normalizer::applyRow(std::span<float> row) const {
     return fail(fmt::format("the {} normalizer was fitted on {} features but a sample has {}",
                             normalizerText(spec_), featureCount(), row.size()));
   if (kind() == NormalizerKind::Scale) {
-    for (float &x : row)
-      x = x / spec_.divisor;
+    for (size_t f = 0; f < row.size(); ++f) {
+      const float x = row[f];
+      row[f] = x / spec_.divisor;
+      if (!std::isfinite(row[f]) && std::isfinite(x))
+        return fail(
+            fmt::format("feature {} is {:g}, and {:g} / {:g} overflows 32-bit floats (the {} normalizer)",
+                        f + 1, x, x, spec_.divisor, normalizerText(spec_)));
+    }
     return Status::success();
   }
-  for (size_t f = 0; f < row.size(); ++f)
-    row[f] = (row[f] - offset_[f]) * scale_[f];
+  for (size_t f = 0; f < row.size(); ++f) {
+    const float x = row[f];
+    row[f] = (x - offset_[f]) * scale_[f];
+    if (!std::isfinite(row[f]) && std::isfinite(x))
+      return fail(fmt::format("feature {} is {:g}, and (x - offset) * scale = ({:g} - {:g}) * {:g} overflows "
+                              "32-bit floats (the {} normalizer)",
+                              f + 1, x, x, offset_[f], scale_[f], normalizerText(spec_)));
+  }
   return Status::success();
 }
 
@@ -176,8 +192,27 @@ Status Normalizer::apply(Dataset &data) const {
     Status status =
         applyRow({data.features.data() + i * data.featureCount, static_cast<size_t>(data.featureCount)});
     if (!status)
-      return status;
+      return fail(fmt::format("{}: {}", sampleLocation(data, i), status.message()));
   }
+  return Status::success();
+}
+
+Status Normalizer::checkRange() const {
+  const std::string_view why = "(x - offset) * scale would overflow 32-bit floats, whose largest is 3.4e38";
+  if (kind() == NormalizerKind::Scale) {
+    if (spec_.divisor < 1 / kMaxStoredMagnitude)
+      return fail(
+          fmt::format("normalizer: \"divisor\" is {:g}; netc refuses divisors below {:g}: x / divisor "
+                      "would overflow 32-bit floats, whose largest is 3.4e38",
+                      spec_.divisor, 1 / kMaxStoredMagnitude));
+    return Status::success();
+  }
+  for (const auto &[key, values] : {std::pair{"offset", &offset_}, {"scale", &scale_}})
+    for (size_t i = 0; i < values->size(); ++i)
+      if (std::fabs((*values)[i]) > kMaxStoredMagnitude)
+        return fail(fmt::format("normalizer: \"{}\"[{}] (feature {}) is {:g}; netc refuses normaliser values "
+                                "above {:g} in magnitude: {}",
+                                key, i, i + 1, (*values)[i], kMaxStoredMagnitude, why));
   return Status::success();
 }
 
@@ -207,22 +242,113 @@ Status readFloats(const nlohmann::json &j, const char *key, int64_t expected, st
   out.reserve(it->size());
   for (const nlohmann::json &value : *it) {
     if (!value.is_number())
-      return fail(fmt::format("normalizer: \"{}\" holds a non-number: {}", key, value.dump()));
+      return fail(fmt::format("normalizer: \"{}\"[{}] is {}, not a number", key, out.size(),
+                              value.dump().substr(0, 40)));
     double number = value.get<double>();
     auto single = static_cast<float>(number);
     if (!std::isfinite(number) || !std::isfinite(single))
-      return fail(
-          fmt::format("normalizer: \"{}\" holds {}, which is not a finite 32-bit float", key, number));
+      return fail(fmt::format("normalizer: \"{}\"[{}] is {}, out of range for a 32-bit float", key,
+                              out.size(), number));
     out.push_back(single);
   }
   return Status::success();
+}
+
+/// Follows a JSON text's structure without keeping it, to say where a parse
+/// that failed stopped: the key path of the value being read ("scale"[3])
+/// and the parser's reason.
+class JsonErrorLocator : public nlohmann::json_sax<nlohmann::json> {
+public:
+  /// "\"scale\"[3]", or "" at the top level.
+  std::string where;
+  /// The parser's message, without its "[json.exception...]" prefix.
+  std::string reason;
+  /// The failing token: for a number out of range, its text.
+  std::string token;
+  /// The value is a number too large for a double.
+  bool outOfRange = false;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t &) override { return value(); }
+  bool string(string_t &) override { return value(); }
+  bool binary(binary_t &) override { return value(); }
+  bool start_object(std::size_t) override {
+    value();
+    frames_.push_back({false, {}, -1});
+    return true;
+  }
+  bool key(string_t &name) override {
+    frames_.back().key = name;
+    return true;
+  }
+  bool end_object() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    value();
+    frames_.push_back({true, {}, -1});
+    return true;
+  }
+  bool end_array() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string &lastToken,
+                   const nlohmann::detail::exception &ex) override {
+    for (size_t i = 0; i < frames_.size(); ++i) {
+      const Frame &frame = frames_[i];
+      if (frame.array) // the innermost array's failing element comes after its last one
+        where += fmt::format("[{}]", frame.index + (i + 1 == frames_.size() ? 1 : 0));
+      else if (!frame.key.empty())
+        where += fmt::format("{}\"{}\"", where.empty() ? "" : ".", frame.key);
+    }
+    reason = ex.what();
+    if (const size_t end = reason.find("] ");
+        reason.starts_with("[json.exception") && end != std::string::npos)
+      reason.erase(0, end + 2);
+    token = lastToken.substr(0, 40);
+    outOfRange = ex.id == 406; // nlohmann's "number overflow parsing ..."
+    return false;
+  }
+
+private:
+  struct Frame {
+    bool array;
+    std::string key;
+    int64_t index;
+  };
+  bool value() {
+    if (!frames_.empty() && frames_.back().array)
+      ++frames_.back().index;
+    return true;
+  }
+  std::vector<Frame> frames_;
+};
+
+/// Why `text` is not a JSON object: a number out of range named with its
+/// place, else the parser's reason.
+std::string jsonProblem(std::string_view text) {
+  JsonErrorLocator locator;
+  if (nlohmann::json::sax_parse(text.begin(), text.end(), &locator) || locator.reason.empty())
+    return "normalizer: not a JSON object";
+  if (locator.outOfRange)
+    return fmt::format("normalizer: {} is {}, out of range for a number (a 32-bit float is at most 3.4e38)",
+                       locator.where.empty() ? "a value" : locator.where, printableText(locator.token));
+  return fmt::format("normalizer: not a JSON object: {}{}", printableText(locator.reason),
+                     locator.where.empty() ? "" : fmt::format(" (in {})", locator.where));
 }
 
 } // namespace
 
 Expected<Normalizer> Normalizer::fromJson(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
+  if (j.is_discarded())
+    return fail(jsonProblem(text));
+  if (!j.is_object())
     return fail("normalizer: not a JSON object");
   auto kindIt = j.find("normalizer");
   if (kindIt == j.end() || !kindIt->is_string())
@@ -250,12 +376,14 @@ Expected<Normalizer> Normalizer::fromJson(std::string_view text) {
       return fail(
           fmt::format("normalizer: \"divisor\" is {}; it must be a positive, finite 32-bit float", number));
     result.spec_ = NormalizerSpec(NormalizerKind::Scale, single);
-    return result;
+  } else {
+    if (Status status = readFloats(j, "offset", count, result.offset_); !status)
+      return fail(status.message());
+    if (Status status = readFloats(j, "scale", count, result.scale_); !status)
+      return fail(status.message());
   }
-  if (Status status = readFloats(j, "offset", count, result.offset_); !status)
-    return fail(status.message());
-  if (Status status = readFloats(j, "scale", count, result.scale_); !status)
-    return fail(status.message());
+  if (Status range = result.checkRange(); !range)
+    return fail(range.message());
   return result;
 }
 

@@ -7,7 +7,8 @@
 // feature by a given number (`scale:255` is x / 255, the usual image input, as
 // a float division so that other frameworks' inputs are reproduced exactly).
 // The fitted values serialise to a JSON string for checkpoint metadata and
-// parse back exactly.
+// parse back exactly. Values past kMaxStoredMagnitude are refused, and a
+// normalised value that overflows is an error naming the feature.
 #pragma once
 
 #include "runtime/data/Dataset.h"
@@ -20,6 +21,14 @@
 #include <vector>
 
 namespace netc::data {
+
+/// The largest magnitude netc accepts for a stored weight or normaliser value
+/// (checkpoint tensors, a normaliser's offset, scale and 1 / divisor). The
+/// largest float is 3.4e38: 1e30 leaves a factor of 3.4e8 for a layer's sum
+/// over its inputs (2^24 of them of magnitude 20) before it overflows. Trained
+/// weights and fitted normalisers stay many orders of magnitude below it;
+/// values past it come from a damaged or hand-made file.
+inline constexpr float kMaxStoredMagnitude = 1e30f;
 
 /// The normalisation methods.
 enum class NormalizerKind { None, MinMax, Gaussian, GlobalMinMax, Scale };
@@ -63,16 +72,23 @@ public:
   const std::vector<float> &scale() const { return scale_; }
 
   /// Normalises every row of `data` in place; fails when the feature count
-  /// differs from the fitted one.
+  /// differs from the fitted one, or a value overflows (naming the sample
+  /// and the feature).
   Status apply(Dataset &data) const;
-  /// Normalises one sample's features in place.
+  /// Normalises one sample's features in place; fails as apply does.
   Status applyRow(std::span<float> row) const;
+
+  /// Fails when an offset or scale exceeds kMaxStoredMagnitude in magnitude,
+  /// or a divisor is below its reciprocal, naming the value and its index.
+  Status checkRange() const;
 
   /// A JSON object: {"normalizer": "...", "features": N, "offset": [...],
   /// "scale": [...]}, or for Scale {"normalizer": "scale", "features": N,
   /// "divisor": S}; floats are written so that they parse back bit-exactly.
   std::string toJson() const;
-  /// Parses toJson's output, checking kind, sizes and that numbers are finite.
+  /// Parses toJson's output, checking kind, sizes, that numbers are finite
+  /// 32-bit floats (a number out of range names its field and index) and
+  /// checkRange.
   static Expected<Normalizer> fromJson(std::string_view text);
 
 private:

@@ -1,10 +1,14 @@
-// Evaluate.cpp -- evaluation and prediction over a loaded plan (Evaluate.h).
+// Evaluate.cpp -- evaluation and prediction over a loaded plan (Evaluate.h),
+// and finding the layer where a sample's values first stop being finite.
 #include "runtime/train/Evaluate.h"
 #include "runtime/data/Sharding.h"
 #include "runtime/optim/Optimizer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <span>
 
 namespace netc::train {
@@ -45,7 +49,7 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
   // The counts to sum over ranks: the confusion matrix, row-major.
   std::vector<int64_t> confusion(classes * classes, 0);
   std::vector<float> output;
-  double lossSum = 0, correct = 0;
+  double lossSum = 0, correct = 0, nonFinite = 0;
   takeMetrics(plan, backend); // what a training step left
   const data::Share share =
       comm ? data::shareOf(data.count, comm->rank(), comm->size()) : data::Share{0, data.count};
@@ -60,10 +64,19 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
     const auto metrics = takeMetrics(plan, backend);
     lossSum += metrics[static_cast<size_t>(plan::Metric::LossSum)];
     correct += metrics[static_cast<size_t>(plan::Metric::Correct)];
-    if (!e.classification)
-      continue;
     output.resize(static_cast<size_t>(size * plan.outputNodes));
     backend.read(plan.output, output);
+    // The loss of a NaN output is clamped, its class arbitrary: count them.
+    for (int64_t i = 0; i < size; ++i) {
+      const float *row = &output[static_cast<size_t>(i * plan.outputNodes)];
+      if (std::all_of(row, row + plan.outputNodes, [](float v) { return std::isfinite(v); }))
+        continue;
+      ++nonFinite;
+      if (e.firstNonFinite < 0)
+        e.firstNonFinite = first + i;
+    }
+    if (!e.classification)
+      continue;
     for (int64_t i = 0; i < size; ++i) {
       const float label = data.labels[static_cast<size_t>(first + i)];
       const int64_t actual = static_cast<int64_t>(label),
@@ -74,7 +87,7 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
   }
   backend.synchronize();
   if (comm && comm->size() > 1) {
-    std::array<double, 2> sums = {lossSum, correct};
+    std::array<double, 3> sums = {lossSum, correct, nonFinite};
     if (Status s = comm->allReduce(std::span<double>(sums), comm::ReduceOp::Sum,
                                    "all-reduce of the evaluation's sums");
         !s)
@@ -86,7 +99,9 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
         return Error{s.message()};
     lossSum = sums[0];
     correct = sums[1];
+    nonFinite = sums[2];
   }
+  e.nonFiniteSamples = static_cast<int64_t>(nonFinite);
   e.samples = data.count;
   e.loss = data.count ? lossSum / double(data.count) : 0;
   e.accuracy = data.count ? correct / double(data.count) : 0;
@@ -116,6 +131,34 @@ std::vector<float> predict(const plan::Plan &plan, runtime::Backend &backend,
   }
   backend.synchronize();
   return out;
+}
+
+std::string firstNonFiniteLayer(const plan::Plan &plan, runtime::Backend &backend,
+                                std::span<const float> sample) {
+  backend.write(plan.features, sample);
+  std::vector<float> values;
+  // One op at a time: a later op may reuse an earlier one's memory.
+  for (size_t i = plan.stepBegin; i < plan.forwardEnd; ++i) {
+    // The forward ops hold no communication op: nothing in them can fail.
+    [[maybe_unused]] const Status ran = backend.run(i, i + 1, 1);
+    assert(ran.ok());
+    const plan::Op &op = plan.ops[i];
+    if (op.out.empty())
+      continue;
+    const plan::Buffer &buffer = plan.buffers[static_cast<size_t>(op.out[0])];
+    if (!buffer.batchScaled())
+      continue;
+    values.resize(static_cast<size_t>(buffer.perSample));
+    backend.synchronize();
+    backend.read(op.out[0], values);
+    const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (bad == values.end())
+      continue;
+    const std::string layer = buffer.name.substr(0, buffer.name.find('.'));
+    return fmt::format("layer '{}' is the first to hold {} (node {})", layer,
+                       std::isnan(*bad) ? "NaN" : "an infinity", bad - values.begin());
+  }
+  return {};
 }
 
 } // namespace netc::train

@@ -4,7 +4,8 @@
 // ops (and the loss ops for evaluate) batch by batch; evaluation is shared
 // among the ranks of a data-parallel run. Also the two host
 // steps around any run of the loss ops: writing the step scalars and taking
-// (reading and clearing) the metrics sums.
+// (reading and clearing) the metrics sums. Outputs that are not finite are
+// counted, and firstNonFiniteLayer says where a sample's first became so.
 #pragma once
 
 #include "codegen/Plan.h"
@@ -14,6 +15,8 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace netc::train {
@@ -27,6 +30,12 @@ struct Evaluation {
   /// confusion[actual][predicted] (classification).
   std::vector<std::vector<int64_t>> confusion;
   std::vector<double> classAccuracy; // per actual class (NaN-free: 0 when absent)
+  /// Samples with an output that is NaN or infinite (over every rank): the
+  /// loss and accuracy then mean nothing.
+  int64_t nonFiniteSamples = 0;
+  /// The first such sample this rank evaluated (an index into the data set),
+  /// or -1.
+  int64_t firstNonFinite = -1;
 };
 
 /// Whether the plan's output is read as classes (several outputs, or a
@@ -55,5 +64,12 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
 /// The output values of every sample of `features` (count × featureCount), row-major.
 std::vector<float> predict(const plan::Plan &plan, runtime::Backend &backend,
                            const std::vector<float> &features, int64_t count, int64_t batch);
+
+/// Runs the forward ops on one sample's (normalised) features one op at a
+/// time and names the first layer whose values hold NaN or an infinity:
+/// "layer 'H' is the first to hold an infinity (node 3)"; "" when every
+/// value is finite.
+std::string firstNonFiniteLayer(const plan::Plan &plan, runtime::Backend &backend,
+                                std::span<const float> sample);
 
 } // namespace netc::train

@@ -6,6 +6,7 @@
 // biases, a Parameter of their own in the Plan, are column 0 of its
 // weights tensor's rows there, and are drawn with them in that order.
 #include "runtime/train/ModelState.h"
+#include "runtime/data/Normalizer.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Safetensors.h"
 #include "support/PrintableText.h"
@@ -55,20 +56,31 @@ std::string indexText(const std::vector<int64_t> &shape, int64_t flat) {
   return shapeText(index);
 }
 
-/// The values of tensor `name` as F32, every one finite; errors name the
-/// checkpoint, the tensor and, for NaN or infinity, the first such index.
+/// The values of tensor `name` as F32, every one finite and, for weights
+/// (`bounded`), at most data::kMaxStoredMagnitude in magnitude; errors name
+/// the checkpoint, the tensor and the first such index.
 Expected<std::vector<float>> finiteValues(const SafetensorsFile &file, const std::string &path,
-                                          const std::string &name, const std::vector<int64_t> &shape) {
+                                          const std::string &name, const std::vector<int64_t> &shape,
+                                          bool bounded) {
   auto values = file.find(name)->toF32(shape);
   if (!values)
     return fail(fmt::format("{}: {}", path, values.message()));
-  for (size_t i = 0; i < values->size(); ++i)
-    if (!std::isfinite((*values)[i]))
+  for (size_t i = 0; i < values->size(); ++i) {
+    const float value = (*values)[i];
+    if (!std::isfinite(value))
       return fail(fmt::format("{}: tensor '{}' holds {} at index {} (element {} of {}); a checkpoint with "
                               "non-finite values cannot be used (the run that wrote it diverged, or the file "
                               "is damaged)",
-                              path, name, std::isnan((*values)[i]) ? "NaN" : "an infinity",
+                              path, name, std::isnan(value) ? "NaN" : "an infinity",
                               indexText(shape, static_cast<int64_t>(i)), i, values->size()));
+    if (bounded && std::fabs(value) > data::kMaxStoredMagnitude)
+      return fail(
+          fmt::format("{}: tensor '{}' holds {:g} at index {} (element {} of {}); a checkpoint with weights "
+                      "above {:g} in magnitude cannot be used: a layer's sums would overflow 32-bit floats, "
+                      "whose largest is 3.4e38 (the run that wrote it diverged, or the file is damaged)",
+                      path, name, value, indexText(shape, static_cast<int64_t>(i)), i, values->size(),
+                      data::kMaxStoredMagnitude));
+  }
   return values;
 }
 
@@ -328,14 +340,14 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     if (!isTensor(p) || keepAsIs.count(p.name))
       continue;
     const std::vector<int64_t> shape = tensorShape(p);
-    auto values = finiteValues(*file, path, p.name, shape);
+    auto values = finiteValues(*file, path, p.name, shape, /*bounded=*/true);
     if (!values)
       return values.error();
     writeTensor(plan, backend, p, *values, [](const plan::Parameter &q) { return q.buffer; });
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
-      auto state = finiteValues(*file, path, stateName(p, s, info.optimizer), shape);
+      auto state = finiteValues(*file, path, stateName(p, s, info.optimizer), shape, /*bounded=*/false);
       if (!state)
         return state.error();
       writeTensor(plan, backend, p, *state, [s](const plan::Parameter &q) { return q.state[s]; });

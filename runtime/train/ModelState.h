@@ -65,7 +65,9 @@ Expected<std::optional<int64_t>> checkpointCount(const SafetensorsFile &file, co
 /// that every parameter is present with the plan's shape and no extra ones
 /// are, and (with state) that it was written by `optimizer` with the same
 /// state slots; returns its info. The first tensor that differs is named
-/// with both shapes. Parameters named in `keepAsIs` are neither checked nor
+/// with both shapes. Every value must be finite, and a weight at most
+/// data::kMaxStoredMagnitude (1e30) in magnitude: the first that is not is
+/// named with its tensor and index. Parameters named in `keepAsIs` are neither checked nor
 /// loaded (`netc train --init-skip`): the backend keeps what it holds, and
 /// the file's tensors of the same names may have any shape or be absent.
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,

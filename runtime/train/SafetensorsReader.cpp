@@ -7,6 +7,7 @@
 #include "runtime/train/Safetensors.h"
 
 #include "runtime/train/SafetensorsDetail.h"
+#include "support/InputFile.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -324,7 +325,7 @@ Expected<SafetensorsFile> parseImage(uint64_t fileSize, const ReadAt &readAt, st
 } // namespace
 
 Expected<SafetensorsFile> readSafetensors(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = openForReading(path); // never blocks on a FIFO: it is refused below as not a regular file
   if (fd < 0) {
     int error = errno;
     return fail(error == ENOENT ? fmt::format("{}: no such file", path)

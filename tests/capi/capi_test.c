@@ -5,7 +5,9 @@
  * every training key with good and bad values, a one-epoch run with the event
  * callback, the final metrics, loading the checkpoint and predicting a batch,
  * and the error paths (NULL arguments, unknown keys, missing files, wrong
- * buffer sizes). Prints one line per failed check and exits 1 if any failed.
+ * buffer sizes, lengths no caller could own, random `target` and `cpu`
+ * strings for netc_build_library). Prints one line per failed check and
+ * exits 1 if any failed.
  *
  *   capi_test SOURCE_DIR [WORK_DIR]
  * Without WORK_DIR it skips the training run (and the model it writes).
@@ -88,6 +90,26 @@ static void testCompileOptions(void) {
   CHECK(netc_compile(source, strlen(source), "unsized", options, &compilation) == NETC_OK);
   CHECK(netc_compilation_network(compilation) == NULL);
   CHECK(netc_compilation_error_count(compilation) > 0);
+  netc_compilation_free(compilation);
+
+  /* A length over the source limit (4 MiB by default; max_source_bytes) is
+     refused before a byte is read: SIZE_MAX, a negative length converted. */
+  compilation = NULL;
+  CHECK_FAILS(netc_compile(source, (size_t)-1, "huge", NULL, &compilation), NETC_ERROR_INVALID_ARGUMENT,
+              "more than the 4194304 bytes a Net# source may have; raise the limit with the compile option "
+              "max_source_bytes");
+  CHECK(compilation == NULL);
+  CHECK_FAILS(netc_compile(source, (size_t)-5, "huge", options, &compilation), NETC_ERROR_INVALID_ARGUMENT,
+              "max_source_bytes");
+  CHECK(netc_compile_options_set(options, "max_source_bytes", "10") == NETC_OK);
+  CHECK_FAILS(netc_compile(source, strlen(source), "long", options, &compilation),
+              NETC_ERROR_INVALID_ARGUMENT, "a source of 66 bytes is more than the 10 bytes");
+  CHECK_FAILS(netc_compile_options_set(options, "max_source_bytes", "0"), NETC_ERROR_BAD_VALUE,
+              "max_source_bytes");
+  CHECK_FAILS(netc_compile_options_set(options, "max_source_bytes", "2147483649"), NETC_ERROR_BAD_VALUE,
+              "max_source_bytes");
+  CHECK(netc_compile_options_set(options, "max_source_bytes", "") == NETC_OK);
+  CHECK(netc_compile(source, strlen(source), "unsized", options, &compilation) == NETC_OK);
   netc_compilation_free(compilation);
   netc_compile_options_free(options);
   netc_compile_options_free(NULL);
@@ -401,6 +423,51 @@ static void countEvent(const netc_train_event *event, void *user) {
   }
 }
 
+#ifdef NETC_TEST_HAVE_LLVM
+/* Short random `target` and `cpu` strings (seeded: the same every run), as
+   the fuzz and mutation runs do for text: netc_build_library always returns
+   a status with a message, never NETC_ERROR_INTERNAL, and never ends the
+   process, whatever LLVM makes of them. */
+static void testHostileBuildStrings(const char *net, const char *checkpoint, const char *lib) {
+  static const char kPlain[] = "abcdefghijklmnopqrstuvwxyz0123456789-_.+";
+  static const char *const kArches[] = {"x86_64-", "aarch64-", "riscv64-", "powerpc64le-", "x86_64-linux-"};
+  unsigned state = 12345u;
+  for (int round = 0; round < 60; ++round) {
+    /* Any bytes; printable ones only; a known architecture and then any
+       printable text (past the triple check, into LLVM's parsing). */
+    const int mode = round % 3;
+    char strings[2][32];
+    for (int which = 0; which < 2; ++which) {
+      int at = 0;
+      state = state * 1103515245u + 12345u;
+      if (mode == 2 && which == 0) {
+        const char *arch = kArches[(state >> 16) % (sizeof kArches / sizeof kArches[0])];
+        at = (int)strlen(arch);
+        memcpy(strings[which], arch, (size_t)at);
+      }
+      state = state * 1103515245u + 12345u;
+      const int length = at + (int)((state >> 16) % 12) + (at == 0);
+      for (; at < length; ++at) {
+        state = state * 1103515245u + 12345u;
+        const unsigned r = state >> 16;
+        strings[which][at] =
+            mode == 0 && (r & 1) ? (char)(1 + (r >> 1) % 255) : kPlain[(r >> 1) % (sizeof kPlain - 1)];
+      }
+      strings[which][at] = '\0';
+    }
+    /* The target alone, the CPU alone, then both. */
+    const char *target = round % 5 == 1 ? NULL : strings[0];
+    const char *cpu = round % 5 == 0 ? NULL : strings[1];
+    const netc_status status = netc_build_library(net, checkpoint, lib, NULL, target, cpu);
+    if (status != NETC_OK && (status == NETC_ERROR_INTERNAL || strlen(netc_last_error()) == 0)) {
+      ++failures;
+      fprintf(stderr, "%s:%d: round %d: netc_build_library gave %s (%s)\n", __FILE__, __LINE__, round,
+              netc_status_name(status), netc_last_error());
+    }
+  }
+}
+#endif
+
 static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   char net[4096], data[4096], out[4096], checkpoint[4200];
   snprintf(net, sizeof net, "%s/examples/mnist.net", sourceDir);
@@ -481,6 +548,11 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
               "holds 19 values");
   CHECK_FAILS(netc_model_predict(model, NULL, 784, outputs, 20), NETC_ERROR_INVALID_ARGUMENT, "features");
   CHECK_FAILS(netc_model_predict(NULL, features, 784, outputs, 20), NETC_ERROR_INVALID_ARGUMENT, "model");
+  /* Counts no array can hold are refused before a value is read or written. */
+  CHECK_FAILS(netc_model_predict(model, features, (size_t)-1 / 784 * 784, outputs, 20),
+              NETC_ERROR_INVALID_ARGUMENT, "features is more than an array of floats can hold");
+  CHECK_FAILS(netc_model_predict(model, features, 784, outputs, (size_t)-1), NETC_ERROR_INVALID_ARGUMENT,
+              "output values is more than an array of floats can hold");
   free(features);
   netc_model_free(model);
   netc_model_free(NULL);
@@ -506,6 +578,7 @@ static void testTrainAndPredict(const char *sourceDir, const char *workDir) {
   /* A folder netc did not make is not written into. */
   CHECK_FAILS(netc_build_library(net, checkpoint, workDir, NULL, NULL, NULL), NETC_ERROR_USAGE,
               "netc build did not make it");
+  testHostileBuildStrings(net, checkpoint, lib);
   CHECK(netc_build_library(net, checkpoint, lib, "capi_digits", NULL, "") == NETC_OK);
   char header[4200];
   snprintf(header, sizeof header, "%s/capi_digits.h", lib);

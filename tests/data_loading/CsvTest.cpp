@@ -1,6 +1,8 @@
-// CsvTest.cpp -- the CSV reader (header detection, label column, errors
-// located as file:line:column) and the data-folder loader's messages for a
-// missing folder, a folder without data and incomplete file pairs.
+// CsvTest.cpp -- the CSV reader (header detection and the note that says why,
+// a byte-order mark, rows without a label, the label column, errors located
+// as file:line:column) and the data-folder loader's messages for a missing
+// folder, a folder without data and incomplete file pairs, and the set an
+// evaluation reads.
 #include "runtime/data/Csv.h"
 #include "DataTestSupport.h"
 #include "runtime/data/DataFolder.h"
@@ -55,10 +57,89 @@ TEST(CsvTest, LabelsAreLocatedByLineAfterBlankLinesAndRowSelection) {
 TEST(CsvTest, ARowOfNaNIsDataNotAHeader) {
   Expected<Dataset> data = parseCsv("NaN,1,2\n", "t.csv");
   ASSERT_FALSE(data);
-  EXPECT_EQ(data.message(), "t.csv:1:1: the label 'NaN' is not a finite number");
+  EXPECT_EQ(data.message(), "t.csv:1:1: the label (field 1) 'NaN' is not a finite number");
   data = parseCsv("1,inf,2\n", "t.csv");
   ASSERT_FALSE(data);
   EXPECT_EQ(data.message(), "t.csv:1:3: feature field 2 'inf' is not a finite number");
+}
+
+TEST(CsvTest, AByteOrderMarkIsSkipped) {
+  // As spreadsheets save "CSV UTF-8": the first row is still data.
+  Expected<Dataset> data = parseCsv("\xEF\xBB\xBF"
+                                    "5,0.1,0.2\n1,0.3,0.4\n2,0.5,0.6\n",
+                                    "t.csv");
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->count, 3);
+  EXPECT_EQ(data->labels, (std::vector<float>{5, 1, 2}));
+  EXPECT_EQ(data->sourceRows, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(data->headerNote, "");
+  // And a header after it is a header, its first field without the mark.
+  data = parseCsv("\xEF\xBB\xBF"
+                  "label,a\n1,2\n",
+                  "t.csv");
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->count, 1);
+  EXPECT_EQ(data->headerNote, "line 1 of t.csv is a header: field 1 'label' is not a number");
+  // A first row with text after the mark is a header, and said to be one when nothing follows it.
+  data = parseCsv("\xEF\xBB\xBF"
+                  "x5,1\n",
+                  "t.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv: a header row but no data rows (line 1 of t.csv is a header: field 1 'x5' "
+                            "is not a number)");
+  // UTF-16 is refused, not read as fields of NUL bytes.
+  data = parseCsv(std::string("\xFF\xFE"
+                              "1\0,\0"
+                              "2\0",
+                              8),
+                  "w.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(),
+            "w.csv: UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8 or ASCII CSV");
+}
+
+TEST(CsvTest, AHeaderNeedsAFieldWrittenAsText) {
+  // A number out of float range is a number: the row is data, and its bad
+  // value gets the located error.
+  Expected<Dataset> data = parseCsv("1,1e400,2\n0,1,2\n", "t.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:1:3: feature field 2 '1e400' is out of range for a 32-bit float");
+  data = parseCsv("1,,2\n0,1,2\n", "t.csv");
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:1:3: feature field 2 is empty; expected a number");
+  // A field written as text decides, and the note says which.
+  data = parseCsv("label,pixel0,\n0,1,2\n", "t.csv");
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->count, 1);
+  EXPECT_EQ(data->headerNote, "line 1 of t.csv is a header: field 1 'label' is not a number");
+  data = parseCsv("\n7,pixel0,1e400\n0,1,2\n", "t.csv");
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->headerNote, "line 2 of t.csv is a header: field 2 'pixel0' is not a number");
+  // A subset (a validation split) keeps the note.
+  const std::vector<int64_t> first = {0};
+  EXPECT_EQ(selectRows(*data, first).headerNote, data->headerNote);
+}
+
+TEST(CsvTest, RowsWithoutALabel) {
+  // netc predict: rows of the input size have no label, so the first field
+  // is a feature (and named so); rows of one more have a leading label.
+  CsvOptions options;
+  options.unlabelledWidth = 3;
+  Expected<Dataset> data = parseCsv("1,2,3\n4,5,6\n", "t.csv", options);
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->featureCount, 3);
+  EXPECT_EQ(data->features, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(data->labels.empty());
+  data = parseCsv("nan,2,3\n", "t.csv", options);
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:1:1: feature field 1 'nan' is not a finite number");
+  data = parseCsv("9,1,2,3\n", "t.csv", options);
+  ASSERT_TRUE(data) << data.message();
+  EXPECT_EQ(data->featureCount, 3);
+  EXPECT_EQ(data->labels, std::vector<float>{9});
+  data = parseCsv("nan,1,2,3\n", "t.csv", options);
+  ASSERT_FALSE(data);
+  EXPECT_EQ(data.message(), "t.csv:1:1: the label (field 1) 'nan' is not a finite number");
 }
 
 TEST(CsvTest, ControlBytesInAFieldAreEscaped) {
@@ -100,8 +181,8 @@ TEST(CsvTest, NonNumberIsLocated) {
   EXPECT_THAT(data.message(), AllOf(HasSubstr("bad.csv:2:5:"), HasSubstr("is empty")));
   data = parseCsv("1,2,3\nnan,1,5\n", "bad.csv");
   ASSERT_FALSE(data);
-  EXPECT_THAT(data.message(),
-              AllOf(HasSubstr("bad.csv:2:1:"), HasSubstr("the label 'nan' is not a finite number")));
+  EXPECT_THAT(data.message(), AllOf(HasSubstr("bad.csv:2:1:"),
+                                    HasSubstr("the label (field 1) 'nan' is not a finite number")));
 }
 
 TEST(CsvTest, WrongWidth) {
@@ -172,6 +253,36 @@ TEST(DataFolderTest, FolderWithoutDataFiles) {
   EXPECT_THAT(folder.message(), AllOf(HasSubstr(tmp.dir()), HasSubstr("no training data"),
                                       HasSubstr("train-images-idx3-ubyte[.gz]"),
                                       HasSubstr("train-labels-idx1-ubyte[.gz]"), HasSubstr("train.csv")));
+}
+
+TEST(DataFolderTest, AnEvaluationReadsTheTestSetAlone) {
+  TempFolder tmp;
+  // A folder with a test set only.
+  writeText(tmp.file("test.csv"), "1,0.5,0.5\n0,1,1\n");
+  Expected<Dataset> set = loadEvaluationSet(tmp.dir());
+  ASSERT_TRUE(set) << set.message();
+  EXPECT_EQ(set->origin, tmp.file("test.csv"));
+  EXPECT_EQ(set->count, 2);
+  // With a training set too, the test set; the training set is not read.
+  writeText(tmp.file("train.csv"), "1,x,0.5\n");
+  set = loadEvaluationSet(tmp.dir());
+  ASSERT_TRUE(set) << set.message();
+  EXPECT_EQ(set->origin, tmp.file("test.csv"));
+  // Without a test set, the training set.
+  std::filesystem::remove(tmp.file("test.csv"));
+  writeText(tmp.file("train.csv"), "label,a,b\n1,0.5,0.5\n");
+  set = loadEvaluationSet(tmp.dir());
+  ASSERT_TRUE(set) << set.message();
+  EXPECT_EQ(set->origin, tmp.file("train.csv"));
+  EXPECT_EQ(set->headerNote,
+            "line 1 of " + tmp.file("train.csv") + " is a header: field 1 'label' is not a number");
+  std::filesystem::remove(tmp.file("train.csv"));
+  set = loadEvaluationSet(tmp.dir());
+  ASSERT_FALSE(set);
+  EXPECT_EQ(set.message(), "data folder '" + tmp.dir() +
+                               "' has no data: looked for a test set (t10k-images-idx3-ubyte[.gz] + "
+                               "t10k-labels-idx1-ubyte[.gz], or test.csv) and a training set "
+                               "(train-images-idx3-ubyte[.gz] + train-labels-idx1-ubyte[.gz], or train.csv)");
 }
 
 TEST(DataFolderTest, HalfAnIdxPair) {

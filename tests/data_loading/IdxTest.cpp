@@ -175,17 +175,59 @@ TEST(IdxTest, HugeClaimedSizeDoesNotAllocate) {
   writeBytes(tmp.file("images"), huge);
   writeGzip(tmp.file("images.gz"), huge);
   writeBytes(tmp.file("labels"), idxLabels(1024));
-  for (const char *name : {"images", "images.gz"}) {
-    Expected<Dataset> data = loadIdx(tmp.file(name), tmp.file("labels"));
-    ASSERT_FALSE(data) << name;
-    EXPECT_THAT(data.message(), AllOf(HasSubstr(tmp.file(name)), HasSubstr("needs 1099511627792 bytes"),
-                                      HasSubstr(" 116 bytes")));
-  }
+  Expected<Dataset> raw = loadIdx(tmp.file("images"), tmp.file("labels"));
+  ASSERT_FALSE(raw);
+  EXPECT_THAT(raw.message(), AllOf(HasSubstr(tmp.file("images")), HasSubstr("needs 1099511627792 bytes"),
+                                   HasSubstr(" 116 bytes")));
+  // A gzip file is refused by what its size can hold, before inflating.
+  Expected<Dataset> gz = loadIdx(tmp.file("images.gz"), tmp.file("labels"));
+  ASSERT_FALSE(gz);
+  const uint64_t gzSize = readBytes(tmp.file("images.gz")).size();
+  EXPECT_EQ(
+      gz.message(),
+      tmp.file("images.gz") +
+          ": truncated: the header (1024 x 1024 x 1048576) needs 1099511627792 bytes after decompression "
+          "but a gzip file of " +
+          std::to_string(gzSize) + " bytes decompresses to at most " + std::to_string(gzSize * 1032) +
+          " (deflate expands at most 1032:1); re-download it");
   // Dimensions whose product overflows 64 bits.
   writeBytes(tmp.file("overflow"), idxHeader(0x00000803, {0xffffffff, 0xffffffff, 0xffffffff}));
   Expected<Dataset> data = loadIdx(tmp.file("overflow"), tmp.file("labels"));
   ASSERT_FALSE(data);
   EXPECT_THAT(data.message(), AllOf(HasSubstr(tmp.file("overflow")), HasSubstr("overflow")));
+}
+
+TEST(IdxTest, AGzipBombIsRefusedBeforeItIsInflated) {
+  // 64 MiB of zeros compress to about 64 KiB: a header claiming 1 GiB is more
+  // than that file can hold, so nothing is inflated.
+  TempFolder tmp;
+  Bytes bomb = idxHeader(0x00000803, {1024, 1024, 1024});
+  bomb.resize(bomb.size() + (size_t{64} << 20), 0);
+  writeGzip(tmp.file("bomb.gz"), bomb);
+  Expected<IdxArray> array = readIdxFile(tmp.file("bomb.gz"), kIdxImagesMagic);
+  ASSERT_FALSE(array);
+  EXPECT_THAT(array.message(), AllOf(HasSubstr(tmp.file("bomb.gz") +
+                                               ": truncated: the header (1024 x 1024 x "
+                                               "1024) needs 1073741840 bytes after decompression but a gzip "
+                                               "file of "),
+                                     HasSubstr("(deflate expands at most 1032:1); re-download it")));
+}
+
+TEST(IdxTest, DataPastTheMemoryLimitIsRefusedBeforeItIsRead) {
+  // 100 images of 4 x 3 take 1,200 bytes and 4,800 as floats.
+  TempFolder tmp;
+  writeBytes(tmp.file("images"), idxImages(100));
+  writeGzip(tmp.file("images.gz"), idxImages(100));
+  for (const char *name : {"images", "images.gz"}) {
+    Expected<IdxArray> array = readIdxFile(tmp.file(name), kIdxImagesMagic, 4096);
+    ASSERT_FALSE(array) << name;
+    EXPECT_EQ(array.message(), tmp.file(name) + ": the header (100 x 4 x 3) declares 1200 elements, 5.9 KiB "
+                                                "once read and converted to floats; that is more than the "
+                                                "memory limit of 4.0 KiB; use a smaller file");
+    array = readIdxFile(tmp.file(name), kIdxImagesMagic, 6000);
+    ASSERT_TRUE(array) << array.message();
+    EXPECT_EQ(array->bytes.size(), 1200u);
+  }
 }
 
 TEST(IdxTest, ZeroDimension) {

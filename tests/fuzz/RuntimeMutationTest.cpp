@@ -1,11 +1,13 @@
 // RuntimeMutationTest.cpp -- seeded mutation tests for everything the
 // runtime reads from disk (DESIGN.md §4, §8): IDX files (raw and gzipped),
-// CSV files, PGM and PNG images, netc checkpoints and the JSON metadata
-// inside them, and cost tables (codegen/CostTable.h). Each
+// CSV files (with and without a UTF-8 byte-order mark), PGM and PNG images,
+// netc checkpoints and the JSON metadata inside them, and cost tables
+// (codegen/CostTable.h: as text, and as the files netc calibrate writes). Each
 // mutant must either load or fail with a message; a crash, hang, leak or
 // sanitizer report fails the test (it runs under ASan and UBSan in CI).
 #include "codegen/CostTable.h"
 #include "netc/Training.h"
+#include "runtime/data/Csv.h"
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Images.h"
 #include "runtime/data/Normalizer.h"
@@ -130,6 +132,40 @@ TEST(RuntimeMutation, CsvFilesLoadOrFailWithAMessage) {
       EXPECT_NE(loaded.message().find("train.csv"), std::string::npos) << loaded.message();
     } else {
       EXPECT_EQ(loaded->train.labels.size(), static_cast<size_t>(loaded->train.count));
+    }
+  }
+}
+
+TEST(RuntimeMutation, CsvFilesWithAByteOrderMarkLoadOrFailWithAMessage) {
+  // As spreadsheets save "CSV UTF-8": a mark, then rows with and without a
+  // header; read as a data folder and as predict reads rows (3 values, or a
+  // label and 3).
+  const fs::path dir = freshDir("csv-bom");
+  std::mt19937 rng(12);
+  for (const std::string text :
+       {"\xEF\xBB\xBFlabel,a,b,c\n0,1.5,2,3\n1,-4,5e2,6\n", "\xEF\xBB\xBF"
+                                                            "5,1,2,3\n1,1e30,-2,0\n2,0,0,1\n"}) {
+    std::vector<char> bytes(text.begin(), text.end());
+    for (int i = 0; i < 600; ++i) {
+      const std::vector<char> mutant = mutate(bytes, rng, 12);
+      writeBytes(dir / "train.csv", mutant);
+      auto loaded = netc::data::loadDataFolder(dir.string());
+      if (!loaded) {
+        EXPECT_NE(loaded.message().find("train.csv"), std::string::npos) << loaded.message();
+      } else {
+        EXPECT_EQ(loaded->train.labels.size(), static_cast<size_t>(loaded->train.count));
+        EXPECT_EQ(loaded->train.features.size(),
+                  static_cast<size_t>(loaded->train.count * loaded->train.featureCount));
+      }
+      netc::data::CsvOptions rows;
+      rows.unlabelledWidth = 3;
+      auto parsed = netc::data::parseCsv(std::string_view(mutant.data(), mutant.size()), "rows.csv", rows);
+      if (!parsed) {
+        EXPECT_EQ(parsed.message().rfind("rows.csv", 0), 0u) << parsed.message();
+      } else {
+        EXPECT_EQ(parsed->features.size(), static_cast<size_t>(parsed->count * parsed->featureCount));
+        EXPECT_TRUE(parsed->labels.empty() || parsed->labels.size() == static_cast<size_t>(parsed->count));
+      }
     }
   }
 }
@@ -296,4 +332,34 @@ TEST(RuntimeMutation, CostTablesParseOrFailNamingTheFile) {
   }
   EXPECT_GT(parsed, 100);
   EXPECT_GT(refused, 1000);
+}
+
+TEST(RuntimeMutation, CostTableFilesReadOrFailNamingTheFile) {
+  // The files netc calibrate writes (the built-in tables are such files),
+  // damaged byte by byte and read as --cost-model reads them.
+  const fs::path dir = freshDir("cost-table");
+  std::mt19937 rng(2027);
+  int refused = 0;
+  for (const char *name : {"cpu", "h100"}) {
+    const std::optional<netc::cost::CostTable> builtin = netc::cost::builtinCostTable(name);
+    ASSERT_TRUE(builtin.has_value()) << name;
+    const std::string text = netc::cost::costTableJson(*builtin);
+    const std::vector<char> bytes(text.begin(), text.end());
+    for (int i = 0; i < 500; ++i) {
+      const fs::path path = dir / "table.json";
+      writeBytes(path, mutate(bytes, rng, bytes.size()));
+      netc::Expected<netc::cost::CostTable> table = netc::cost::readCostTable(path.string());
+      if (!table) {
+        ++refused;
+        ASSERT_NE(table.message().find("table.json"), std::string::npos) << table.message();
+        ASSERT_LT(table.message().size(), 1000u) << table.message();
+        continue;
+      }
+      ASSERT_FALSE(table->profiles.empty());
+      for (const netc::cost::ComputeProfile &profile : table->profiles)
+        for (const auto &[kind, rate] : profile.ops)
+          ASSERT_TRUE(rate.rate > 0 && rate.overheadUs >= 0) << netc::plan::opName(kind);
+    }
+  }
+  EXPECT_GT(refused, 100);
 }

@@ -18,3 +18,6 @@ config.environment["NO_COLOR"] = "1"
 # netc build and --emit=llvm need the LLVM plugin (NETC_WITH_LLVM): their tests say REQUIRES: netc-llvm.
 if config.netc_llvm.upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("netc-llvm")
+# Tests that make device nodes (mknod) say REQUIRES: root.
+if os.geteuid() == 0:
+    config.available_features.add("root")

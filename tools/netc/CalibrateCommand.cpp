@@ -52,7 +52,7 @@ int runCalibrate(CalibrateArgs &args) {
   const bool report = !args.quiet && s.launch.rank == 0;
   CalibrateResult r = calibrate(s, report ? showProgress : nullptr, &terminal);
   if (!r.ok()) {
-    std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
+    printError(r.error);
     return r.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
   if (s.launch.rank != 0)
@@ -87,7 +87,14 @@ void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::st
       ->capture_default_str();
   cmd->add_option("--threads-list", s.threads,
                   "Thread counts to measure, comma-separated (default: 1 and all cores)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check([](const std::string &item) -> std::string {
+        // CLI11 would read an empty list, or the empty item of "1,,2", as 0.
+        return item.find_first_not_of(" \t") == std::string::npos
+                   ? "an empty list or item names no thread count; expected counts separated by commas, "
+                     "e.g. --threads-list 1,2"
+                   : "";
+      });
   addIntegerOption(*cmd, "--iterations", s.iterations, int64_t{1}, int64_t{1000}, "Timed steps per network")
       ->capture_default_str();
   addIntegerOption(*cmd, "--rounds", s.rounds, int64_t{1}, int64_t{20},

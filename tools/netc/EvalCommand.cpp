@@ -1,8 +1,10 @@
 // EvalCommand.cpp -- `netc eval FILE --weights CKPT --data DIR`: loss,
 // accuracy, per-class accuracy and the confusion matrix of a trained network
 // on a data folder's test set (its training set when it has none), as text
-// or `--format json`.
+// or `--format json`; a note on stderr when a CSV's first row was a header.
 #include "CommandSupport.h"
+
+#include "support/PrintableText.h"
 
 #include "netc/Training.h"
 
@@ -47,9 +49,11 @@ int runEval(const EvalArgs &args) {
   std::string error;
   EvaluationResult e = model->evaluate(args.data, error);
   if (!error.empty()) {
-    std::fprintf(stderr, "netc: error: %s\n", error.c_str());
+    printError(error);
     return kInputError;
   }
+  if (!e.headerNote.empty())
+    std::fprintf(stderr, "netc: note: %s\n", printableText(e.headerNote).c_str());
   if (args.format == "json") {
     nlohmann::json j = {{"samples", e.samples}, {"loss", e.loss}};
     if (e.classification) {
@@ -57,7 +61,7 @@ int runEval(const EvalArgs &args) {
       j["class_accuracy"] = e.classAccuracy;
       j["confusion"] = e.confusion;
     }
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s", evaluationText(e).c_str());
   }
@@ -77,6 +81,7 @@ void addEvalCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--batch", args->model.batch, int64_t{1}, std::numeric_limits<int64_t>::max(),
                    "Samples per forward pass");
   addThreadsOption(*cmd, args->model.threads);
+  addMaxSourceSizeOption(*cmd, args->model.maxSourceBytes);
   addMaxMemoryOption(*cmd, args->model.maxMemory);
   addCpuIsaOption(*cmd, args->model.cpuIsa);
   addDeviceOptions(*cmd, args->model);

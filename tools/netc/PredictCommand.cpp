@@ -2,13 +2,17 @@
 // trained network on inputs -- IDX image files (every image), CSV rows (the
 // network's input size, or one more with a leading label that is ignored),
 // PGM or PNG images -- and prints the top classes with their probabilities
-// (or the output values of a regression), as text or `--format json`.
+// (or the output values of a regression), as text or `--format json`. A
+// file is read as IDX or CSV by its first bytes; binary data that is neither
+// is refused, and an output that is not finite is an error.
 #include "CommandSupport.h"
 
 #include "netc/Training.h"
 #include "runtime/data/Csv.h"
 #include "runtime/data/Idx.h"
 #include "runtime/data/Images.h"
+#include "support/InputFile.h"
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,23 +36,52 @@ struct PredictArgs {
 struct Samples {
   std::vector<float> features;
   int64_t count = 0;
+  /// Why a CSV's first row was taken as a header ("" when it was data).
+  std::string headerNote;
 };
 
-bool isIdx(const std::string &path) {
+/// What an INPUT that is not an image holds, judged by its first bytes.
+struct Sniffed {
+  enum Kind { Idx, Csv, Binary } kind = Csv;
+  std::string why; ///< Binary: why it is neither IDX nor CSV
+};
+
+Sniffed sniffInput(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  unsigned char magic[4] = {};
-  if (!in.read(reinterpret_cast<char *>(magic), 4))
-    return false;
-  if (magic[0] == 0x1f && magic[1] == 0x8b) // gzip: assume a gzipped IDX file
-    return true;
+  unsigned char head[512] = {};
+  in.read(reinterpret_cast<char *>(head), sizeof head);
+  const auto size = static_cast<size_t>(in.gcount());
+  if (size >= 2 && head[0] == 0x1f && head[1] == 0x8b) // gzip: assume a gzipped IDX file
+    return {Sniffed::Idx, {}};
   // Any IDX magic (two zero bytes, then the type and the dimension count), so
   // that a labels file or a 4-D file is refused by the IDX reader with its
   // magic number named, not read as CSV.
-  return magic[0] == 0 && magic[1] == 0;
+  if (size >= 2 && head[0] == 0 && head[1] == 0)
+    return {Sniffed::Idx, {}};
+  if (size >= 2 && ((head[0] == 0xff && head[1] == 0xfe) || (head[0] == 0xfe && head[1] == 0xff)))
+    return {Sniffed::Csv, {}}; // UTF-16 text: the CSV reader says so
+  for (size_t i = 0; i < size; ++i) {
+    const unsigned char c = head[i];
+    if (c >= 0x20 || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+      continue;
+    const std::string magic =
+        size >= 4
+            ? fmt::format("its magic number 0x{:02x}{:02x}{:02x}{:02x} is not 0x{:08x}, unsigned-byte images",
+                          head[0], head[1], head[2], head[3], data::kIdxImagesMagic)
+            : "it is shorter than an IDX header";
+    return {
+        Sniffed::Binary,
+        fmt::format("neither an IDX image file ({}) nor CSV text (byte {} is 0x{:02X}, a control character)",
+                    magic, i, c)};
+  }
+  return {Sniffed::Csv, {}};
 }
 
 /// Reads one INPUT into samples of `n` features; the message names the file.
 Expected<Samples> readInput(const std::string &path, const Model &model) {
+  // Before anything opens it: a FIFO or a device is refused, never waited on.
+  if (std::string problem = inputFileProblem(path); !problem.empty())
+    return fail(problem);
   const int64_t n = model.inputSize();
   std::vector<int64_t> shape = model.inputShape();
   auto shapeText = [](const std::vector<int64_t> &s) {
@@ -66,9 +99,13 @@ Expected<Samples> readInput(const std::string &path, const Model &model) {
       return fail(fmt::format("{}: the image is {}×{} ({} pixels) but the network reads {} values ({})", path,
                               image->height, image->width, image->height * image->width, n,
                               shapeText(shape)));
-    return Samples{std::move(image->pixels), 1};
+    return Samples{std::move(image->pixels), 1, {}};
   }
-  if (isIdx(path)) {
+  const Sniffed sniffed = sniffInput(path);
+  if (sniffed.kind == Sniffed::Binary)
+    return fail(
+        fmt::format("{}: {}; expected IDX images, CSV rows, or a .pgm or .png image", path, sniffed.why));
+  if (sniffed.kind == Sniffed::Idx) {
     auto idx = data::readIdxFile(path, data::kIdxImagesMagic);
     if (!idx)
       return idx.error();
@@ -78,24 +115,20 @@ Expected<Samples> readInput(const std::string &path, const Model &model) {
     if (per != n)
       return fail(fmt::format("{}: images have {} pixels but the network reads {} values ({})", path, per, n,
                               shapeText(shape)));
-    return Samples{std::vector<float>(idx->bytes.begin(), idx->bytes.end()),
-                   idx->dims.empty() ? 0 : idx->dims[0]};
+    return Samples{
+        std::vector<float>(idx->bytes.begin(), idx->bytes.end()), idx->dims.empty() ? 0 : idx->dims[0], {}};
   }
-  auto csv = data::loadCsv(path);
+  // Rows of n values have no label; rows of n + 1 a leading one, ignored.
+  data::CsvOptions options;
+  options.unlabelledWidth = n;
+  auto csv = data::loadCsv(path, options);
   if (!csv)
     return csv.error();
   Samples s;
   s.count = csv->count;
-  if (csv->featureCount == n) { // a leading label column, ignored
+  s.headerNote = csv->headerNote;
+  if (csv->featureCount == n) {
     s.features = std::move(csv->features);
-    return s;
-  }
-  if (csv->featureCount + 1 == n) { // no label column: the "label" is the first feature
-    for (int64_t i = 0; i < csv->count; ++i) {
-      s.features.push_back(csv->labels[static_cast<size_t>(i)]);
-      auto row = csv->row(i);
-      s.features.insert(s.features.end(), row.begin(), row.end());
-    }
     return s;
   }
   return fail(
@@ -118,16 +151,24 @@ int runPredict(const PredictArgs &args) {
   for (const std::string &input : args.inputs) {
     auto samples = readInput(input, model);
     if (!samples) {
-      std::fprintf(stderr, "netc: error: %s\n", samples.message().c_str());
+      printError(samples.message());
       return kInputError;
     }
+    if (!samples->headerNote.empty())
+      std::fprintf(stderr, "netc: note: %s\n", printableText(samples->headerNote).c_str());
     if (samples->count == 0)
       continue;
-    std::vector<float> out = model.predict(samples->features);
+    std::string error;
+    std::vector<float> out = model.predict(samples->features, error);
+    if (!error.empty()) {
+      printError(input + ": " + error);
+      return kInputError;
+    }
     const int64_t k = model.outputSize();
     for (int64_t i = 0; i < samples->count; ++i) {
       const float *row = out.data() + i * k;
-      std::string label = samples->count > 1 ? fmt::format("{}[{}]", input, i) : input;
+      const std::string shown = printableText(input); // a file name, in text: escaped
+      std::string label = samples->count > 1 ? fmt::format("{}[{}]", shown, i) : shown;
       nlohmann::json entry = {{"input", input}, {"index", i}, {"outputs", std::vector<float>(row, row + k)}};
       if (!model.classification()) {
         if (args.format == "text")
@@ -154,7 +195,7 @@ int runPredict(const PredictArgs &args) {
     }
   }
   if (args.format == "json")
-    std::printf("%s\n", all.dump().c_str());
+    std::printf("%s\n", all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return kSuccess;
 }
 
@@ -170,6 +211,7 @@ void addPredictCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--top", args->top, int64_t{1}, std::numeric_limits<int64_t>::max(),
                    "How many classes to show per input");
   addThreadsOption(*cmd, args->model.threads);
+  addMaxSourceSizeOption(*cmd, args->model.maxSourceBytes);
   addMaxMemoryOption(*cmd, args->model.maxMemory);
   addCpuIsaOption(*cmd, args->model.cpuIsa);
   addDeviceOptions(*cmd, args->model);
