@@ -229,6 +229,7 @@ LibraryResult buildLibrary(const std::string &netPath, const std::string &checkp
 
   ModelOptions options;
   options.device = "cpu";
+  options.maxSourceBytes = settings.maxSourceBytes;
   options.batch = 1;
   options.threads = 1;
   ModelResult loaded = Model::load(netPath, checkpointPath, options);

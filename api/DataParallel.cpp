@@ -25,7 +25,8 @@ LaunchResult launchFromEnvironment() {
     result.error = info.message();
     return result;
   }
-  result.launch = {info->rank, info->size, info->localRank, info->localSize, info->launcher, info->jobId};
+  result.launch = {info->rank,  info->size,        info->localRank,     info->localSize,  info->launcher,
+                   info->jobId, info->launcherPid, info->launcherStart, info->statusFile, info->pmix};
   return result;
 }
 
@@ -71,7 +72,8 @@ bool usesDeviceTransport(const Launch &launch, std::string_view device, std::str
 
 Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &l, std::string_view device,
                                                                std::string_view backend, double commTimeout) {
-  const comm::LaunchInfo launch{l.rank, l.size, l.localRank, l.localSize, l.launcher, l.jobId};
+  const comm::LaunchInfo launch{l.rank,  l.size,        l.localRank,     l.localSize,  l.launcher,
+                                l.jobId, l.launcherPid, l.launcherStart, l.statusFile, l.pmix};
   comm::CommOptions options;
   options.timeoutSeconds = commTimeout;
   if (!usesDeviceTransport(l, device, backend))
@@ -102,22 +104,39 @@ Step<int64_t> settleBatch(const TrainSettings &s, const StartPoint &start) {
   // The global batch the run had: recorded since data-parallel runs; before,
   // the batch of its one process (hyperparameters), or Azure's online SGD.
   int64_t global = 1;
-  if (auto recorded = start.file->metadataInt("global_batch"); recorded && *recorded >= 1)
+  nlohmann::json hyper;
+  if (auto text = start.file->metadataString("hyperparameters"))
+    hyper = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  auto hyperInt = [&](const char *key) -> int64_t {
+    return hyper.is_object() && hyper.contains(key) && hyper[key].is_number_integer() &&
+                   hyper[key].get<int64_t>() >= 1
+               ? hyper[key].get<int64_t>()
+               : 0;
+  };
+  if (auto recorded = start.file->metadataInt("global_batch"); recorded && *recorded >= 1) {
     global = *recorded;
-  else if (auto hyper = start.file->metadataString("hyperparameters")) {
-    const nlohmann::json j = nlohmann::json::parse(*hyper, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("batch") && j["batch"].is_number_integer() &&
-        j["batch"].get<int64_t>() >= 1)
-      global = j["batch"].get<int64_t>();
+    // Checkpoints before netc counted --accumulate in it recorded the batch
+    // × the ranks alone: told apart by their own batch and ranks.
+    const int64_t batch = hyperInt("batch"), accumulate = hyperInt("accumulate");
+    const int64_t ranks = start.file->metadataInt("world_size").value_or(1);
+    if (accumulate > 1 && batch > 0 && global == batch * ranks)
+      global *= accumulate;
+  } else if (const int64_t batch = hyperInt("batch")) {
+    global = batch * std::max<int64_t>(1, hyperInt("accumulate"));
   }
+  // The global batch is the samples of one update: the batch of each rank
+  // × the ranks × the micro-batches of --accumulate.
   const int ranks = s.launch.size;
-  if (global % ranks != 0)
-    return usage(
-        fmt::format("{} continues a run whose global batch is {} samples per step, which {} ranks "
-                    "cannot share equally: run it on {} ranks, or give --batch (a new global batch of "
-                    "--batch × {}, allowed where an epoch ends)",
-                    s.resume, global, ranks, dividingRanks(global), ranks));
-  return global / ranks;
+  const int64_t shares = ranks * s.accumulate;
+  if (global % shares != 0)
+    return usage(fmt::format(
+        "{} continues a run whose global batch is {} samples per step, which {} ranks{} cannot share "
+        "equally: run it on {} ranks{}, or give --batch (a new global batch of --batch × {}, allowed where "
+        "an epoch ends)",
+        s.resume, global, ranks,
+        s.accumulate > 1 ? fmt::format(" × --accumulate {}", s.accumulate) : std::string(),
+        dividingRanks(global), s.accumulate > 1 ? " without --accumulate" : "", shares));
+  return global / shares;
 }
 
 int threadsPerRank(int threads, const Launch &launch) {
@@ -224,12 +243,14 @@ std::string jobLine(const TrainSettings &s, const comm::Communicator &comm, cons
           : fmt::format("gradients all-reduced in {} bucket(s) of {} in all", plan.buckets.size(),
                         byteSizeText(uint64_t(bucketValues) * sizeof(float)));
   return fmt::format(
-      "data parallel: {} rank{} ({}{}, {} on this machine), global batch {} ({} × --batch {}), {}, "
+      "data parallel: {} rank{} ({}{}, {} on this machine), global batch {} ({} × --batch {}{}), {}, "
       "--comm-timeout {:g} s",
       comm.size(), comm.size() == 1 ? "" : "s",
       s.launch.launcher.empty() ? comm.kind() : std::string_view(s.launch.launcher),
       comm.kind() == "nccl" && !s.launch.launcher.empty() ? ", NCCL on the GPUs" : "", comm.localSize(),
-      s.batch * comm.size(), comm.size(), s.batch, sync, s.commTimeout);
+      s.batch * s.accumulate * comm.size(), comm.size(), s.batch,
+      s.accumulate > 1 ? fmt::format(" × --accumulate {}", s.accumulate) : std::string(), sync,
+      s.commTimeout);
 }
 
 } // namespace netc::training

@@ -150,6 +150,7 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
   std::optional<Network> network;
   if (onPaper) {
     CompileOptions options;
+    options.maxSourceBytes = s.maxSourceBytes;
     options.inputSize = settings.inputSize;
     options.task = s.task;
     options.hiddenNodes = s.hiddenNodes;

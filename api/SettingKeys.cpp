@@ -410,6 +410,15 @@ constexpr TrainKey kTrainKeys[] = {
      [](netc::TrainSettings &s, std::string_view v) {
        return setInteger(s.logEvery, v, 1, kTrainDefaults.logEvery);
      }},
+    {"max_source_bytes",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setInteger(s.maxSourceBytes, v, 1, kTrainDefaults.maxSourceBytes,
+                         static_cast<int64_t>(netc::kMaxSourceBytesLimit));
+     }},
+    {"checkpoint_every",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setInteger(s.checkpointEvery, v, 1, kTrainDefaults.checkpointEvery);
+     }},
     {"bucket_mb",
      [](netc::TrainSettings &s, std::string_view v) {
        return setPositiveNumber(s.bucketMb, v, kTrainDefaults.bucketMb, netc::kMaxBucketMb, "MiB");
@@ -467,9 +476,9 @@ constexpr TrainKey kTrainKeys[] = {
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
                                 device, cudaDebug, cudaGraphs, dataOnDevice, precision, maxMemory, logEvery,
                                 bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup, deterministicChunks,
-                                costModel] = settings;
+                                costModel, checkpointEvery, maxSourceBytes] = settings;
 }
-constexpr size_t kTrainSettingsFields = 47;
+constexpr size_t kTrainSettingsFields = 49;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).
@@ -493,6 +502,11 @@ const CompileKey kCompileKeys[] = {
     {"max_errors",
      [](netc::CompileOptions &o, std::string_view v) {
        return setInteger(o.maxErrors, v, 0, kCompileDefaults.maxErrors);
+     }},
+    {"max_source_bytes",
+     [](netc::CompileOptions &o, std::string_view v) {
+       return setInteger(o.maxSourceBytes, v, 1, kCompileDefaults.maxSourceBytes,
+                         static_cast<int64_t>(netc::kMaxSourceBytesLimit));
      }},
 };
 

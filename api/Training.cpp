@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -39,7 +40,7 @@ namespace {
 using namespace training;
 
 EvaluationResult toPublic(const train::Evaluation &e) {
-  return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy};
+  return {e.samples, e.loss, e.accuracy, e.classification, e.confusion, e.classAccuracy, {}, {}};
 }
 
 class ListenerAdapter final : public train::TrainObserver {
@@ -58,7 +59,12 @@ public:
     if (listener_)
       listener_->onHint(hint);
   }
+  void onCheckpoint(const std::string &path, int64_t step) override {
+    if (listener_)
+      listener_->onCheckpoint(path, step);
+  }
   bool stopRequested() override { return listener_ && listener_->stopRequested(); }
+  int stopReason() override { return listener_ ? listener_->stopReason() : 0; }
   static EpochResult toPublic(const train::EpochReport &r) {
     EpochResult e{r.epoch,           r.trainLoss, r.trainAccuracy, r.testLoss, r.testAccuracy,
                   r.imagesPerSecond, r.seconds,   r.learningRate,  r.best};
@@ -130,6 +136,11 @@ std::string startText(const TrainSettings &s, const StartPoint &start) {
                      skipped.empty() ? std::string() : fmt::format(", {} fresh: {}", skipped, fresh));
 }
 
+/// --out, or runs/<network name>.
+std::string outputFolder(const TrainSettings &s, const ir::Network &net) {
+  return s.outDir.empty() ? "runs/" + net.name : s.outDir;
+}
+
 /// Everything the trainer needs besides the plan, the backend and the data:
 /// the optimizer and schedule, the seed, the output files, and the facts a
 /// checkpoint records so that eval, predict and a resumed run can rebuild
@@ -152,7 +163,7 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   t.shuffle = s.shuffle;
   // Only rank 0 writes files.
   if (comm.rank() == 0) {
-    t.outDir = s.outDir.empty() ? "runs/" + net.name : s.outDir;
+    t.outDir = outputFolder(s, net);
     t.overwrite = s.overwrite;
     if (!s.metricsFile.empty())
       t.metricsFiles.push_back(s.metricsFile);
@@ -163,6 +174,7 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   t.warmup = toRuntime(s.lrWarmup);
   t.deterministicChunks = s.deterministicChunks;
   t.evaluationBatch = runBatch(s);
+  t.checkpointEvery = s.checkpointEvery;
   t.dataOnDevice = s.dataOnDevice;
   t.resumeFrom = s.resume;
   t.initFrom = s.initFrom;
@@ -227,13 +239,20 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
           data.train.featureCount, data::normalizerText(normalizing.normalizer.spec()) + normalizing.note),
       fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}{}, {}, seed {}, {} thread(s){} on {}{}",
                   s.epochs, s.batch, comm.size() > 1 ? " per rank" : "",
-                  s.accumulate > 1 ? fmt::format(" × {} micro-batches", s.accumulate) : std::string(),
+                  s.accumulate > 1 ? fmt::format(" × {} micro-batches ({} samples a step)", s.accumulate,
+                                                 s.batch * s.accumulate * comm.size())
+                                   : std::string(),
                   optimizerName(s.optimizer), rate,
                   t.hyper.momentum > 0 ? fmt::format(" momentum {:g}", t.hyper.momentum) : std::string(),
                   s.schedule.kind != Schedule::Kind::Constant ? ", schedule " + scheduleText(s.schedule)
                                                               : std::string(),
                   startText(s, start), data.seed, backend.threads, comm.size() > 1 ? " per rank" : "",
                   backend.name, describeDevice(backend, deviceNote))};
+  // Why a CSV's first row was taken as a header, right under the data line.
+  size_t noteAt = 2;
+  for (const data::Dataset *set : {&data.train, data.test ? &*data.test : nullptr})
+    if (set && !set->headerNote.empty())
+      lines.insert(lines.begin() + static_cast<ptrdiff_t>(noteAt++), "note: " + set->headerNote);
   if (s.dataOnDevice) // what Backend::holdDataset keeps, besides its order (4 bytes a sample)
     lines.back() += fmt::format(
         ", training set on the device ({:.1f} MiB, each batch gathered there)",
@@ -278,6 +297,7 @@ std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &back
   result.stoppedSample = summary->stoppedSample;
   result.epochSamples = summary->epochSamples;
   result.checkpoint = summary->checkpoint;
+  result.stopReason = summary->stopReason;
   result.measuredTotalSeconds = summary->seconds;
   if (data.test && !summary->interrupted) { // a stop request wants the process back now
     const auto testStart = std::chrono::steady_clock::now();
@@ -304,8 +324,10 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     return result;
   };
   auto run = checkSettings(given);
-  if (!run)
+  if (!run) {
+    result.errorOnEveryRank = given.launch.size > 1; // from the flags alone: every rank's
     return refuse(run.refusal());
+  }
   // The job: one process (local), or a rank of several (MPI). From here on
   // every rank reaches each agreement, also after a refusal of its own, so
   // that all of them stop with the same message instead of timing out.
@@ -341,7 +363,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     return refuse(std::move(*refusal));
   data->seed = seed; // rank 0's
   result.seed = seed;
-  result.globalBatch = s.batch * comm.size();
+  result.globalBatch = s.batch * s.accumulate * comm.size();
   if (auto split = splitValidationData(*data))
     refusal = std::move(split);
   std::optional<CompiledNetwork> network;
@@ -351,6 +373,15 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       network = std::move(*compiled);
     else
       refusal = compiled.refusal();
+  }
+  // Rank 0's outputs: checked and held before the header is printed.
+  std::optional<train::RunFolderLock> folderLock;
+  if (!refusal && comm.rank() == 0) {
+    auto held = holdRunFolder(s, outputFolder(s, network->net()));
+    if (held)
+      folderLock.emplace(std::move(*held));
+    else
+      refusal = held.refusal();
   }
   std::optional<TrainingPlan> plan;
   std::set<std::string> fresh;
@@ -443,10 +474,19 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     if (result.estimate)
       lines.push_back(estimateLine(*result.estimate));
     listener->onSetup(lines);
+    if (folderLock && !folderLock->warning().empty())
+      listener->onHint(folderLock->warning());
   }
+  if (folderLock) // the run is under way: its folder and lock stay
+    folderLock->commit();
   if (auto failed =
-          runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s), listener, result))
+          runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s), listener, result)) {
+    result.lostRank = comm.failed();
     return refuse(std::move(*failed));
+  }
+  if (!result.outDir.empty())
+    for (const std::string &name : train::runFilesIn(result.outDir))
+      result.savedFiles.push_back((std::filesystem::path(result.outDir) / name).string());
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/data/DataFolder.h"
 #include "runtime/data/Shuffle.h"
 #include "runtime/train/Evaluate.h"
+#include "support/SourceFile.h"
 #include "support/Spelling.h"
 
 #include <fmt/format.h>
@@ -22,18 +23,20 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace netc::training {
 
 namespace {
 
-Expected<std::string> readText(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+/// The .net file, as the CLI reads it (support/SourceFile.h): bounded, and a
+/// FIFO or a device is refused, never waited on.
+Expected<std::string> readText(const std::string &path, uint64_t maxBytes) {
+  std::string error;
+  auto text = readSourceText(path, maxBytes, error);
+  if (!text)
+    return fail(fmt::format("cannot read '{}': {}", path, error));
+  return std::move(*text);
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -83,7 +86,7 @@ std::optional<std::string> regressionCause(const std::vector<const data::Dataset
 } // namespace
 
 Expected<Compiled> compileForData(const std::string &netPath, const CompileOptions &options) {
-  auto text = readText(netPath);
+  auto text = readText(netPath, options.maxSourceBytes);
   if (!text)
     return text.error();
   Compiled c;
@@ -102,6 +105,29 @@ Refusal usage(std::string message) {
 
 Refusal input(std::string message) {
   return {FailureKind::Input, std::move(message)};
+}
+
+Step<train::RunFolderLock> holdRunFolder(const TrainSettings &s, const std::string &outDir) {
+  train::RunOutputs outputs{outDir, {}, s.resume, s.initFrom, s.overwrite};
+  if (!s.metricsFile.empty())
+    outputs.metricsFiles.push_back(s.metricsFile);
+  std::optional<train::RunFolderLock> lock;
+  struct stat info {};
+  if (::stat(outDir.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    auto taken = train::RunFolderLock::take(outDir);
+    if (!taken)
+      return input(taken.message());
+    lock.emplace(std::move(*taken));
+  }
+  if (Status checked = train::checkRunOutputs(outputs); !checked)
+    return input(checked.message());
+  if (!lock) {
+    auto taken = train::RunFolderLock::take(outDir);
+    if (!taken)
+      return input(taken.message());
+    lock.emplace(std::move(*taken));
+  }
+  return std::move(*lock);
 }
 
 std::string taskText(Task task) {
@@ -168,6 +194,12 @@ Step<RunSettings> checkSettings(const TrainSettings &s) {
           "--deterministic fixes the order in which each step's gradients are added; --sync local-sgd "
           "has no such step: use one or the other");
   }
+  if (s.checkpointEvery < 0)
+    return usage(fmt::format("--checkpoint-every must be at least 1 step, got {}", s.checkpointEvery));
+  if (s.checkpointEvery > 0 && s.sync.kind == Sync::Kind::LocalSgd && s.checkpointEvery % s.sync.every != 0)
+    return usage(fmt::format("--checkpoint-every {} with --sync local-sgd:{} must be a multiple of {}: the "
+                             "replicas are one model to save only every {} steps",
+                             s.checkpointEvery, s.sync.every, s.sync.every, s.sync.every));
   if (!(s.bucketMb > 0 && s.bucketMb <= kMaxBucketMb))
     return usage(fmt::format("--bucket-mb must be a positive number of MiB up to {}, got {}", kMaxBucketMb,
                              s.bucketMb));
@@ -306,6 +338,7 @@ Step<CompiledNetwork> compileNetwork(const std::string &netPath, const TrainSett
   const data::Dataset &trainSet = data.train;
   const std::optional<data::Dataset> &testSet = data.test;
   CompileOptions options;
+  options.maxSourceBytes = s.maxSourceBytes;
   options.inputSize = trainSet.featureCount;
   options.task = s.task != Task::Unspecified ? s.task : taskFromLabels(trainSet);
   if (options.task == Task::Multiclass)
@@ -447,6 +480,12 @@ Step<Normalizing> normalizeData(const TrainSettings &s, const RunSettings &run, 
     n.note = fmt::format(" (recorded in {})", start.path);
   } else {
     n.normalizer = data::Normalizer::fit(run.normalizer.value_or(data::NormalizerSpec()), data.train);
+    // What a checkpoint may not hold, a run does not fit (eval and predict would refuse it).
+    if (Status range = n.normalizer.checkRange(); !range)
+      return input(
+          fmt::format("{}: the {} normalizer fitted on its training data is out of range: {}; rescale "
+                      "the features (other units) or pass --normalize none",
+                      s.dataDir, data::normalizerText(n.normalizer.spec()), range.message()));
     if (start.normalizer)
       n.note = fmt::format(" (re-fitted on the training data; {} recorded {})", start.path,
                            data::normalizerText(start.normalizer->spec()));

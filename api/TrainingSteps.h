@@ -3,7 +3,9 @@
 // settings checked once and turned into the runtime's types, the checkpoint a
 // run starts from, the data, the network compiled for it, the training plan,
 // the parameters --init-skip leaves fresh, and the normalised data. Nothing
-// here writes a file, so a refused run leaves no trace.
+// here writes a file, so a refused run leaves no trace; holdRunFolder takes
+// the run's hold on its --out folder (a folder it had to create for that goes
+// again if the run is refused).
 #pragma once
 
 #include "api/NetworkImpl.h"
@@ -14,6 +16,7 @@
 #include "runtime/optim/Optimizer.h"
 #include "runtime/optim/Schedule.h"
 #include "runtime/train/ModelState.h"
+#include "runtime/train/RunFiles.h"
 #include "runtime/train/Safetensors.h"
 
 #include <cstdint>
@@ -194,6 +197,14 @@ struct Normalizing {
   data::Normalizer normalizer;
   std::string note; ///< " (recorded in CKPT)", ...
 };
+
+/// Rank 0's outputs, checked before anything is printed or written
+/// (train::checkRunOutputs), and the run's hold on its --out folder `outDir`
+/// (train::RunFolderLock): a second run into the folder, or --resume of the
+/// run still training there, is refused naming the holder. An existing
+/// folder is locked before it is checked, so the check sees no other run's
+/// writes.
+Step<train::RunFolderLock> holdRunFolder(const TrainSettings &s, const std::string &outDir);
 
 /// Chooses the normalizer -- a resumed run's own; by default the one the
 /// weights of --init-from were trained with; else --normalize (or minmax)

@@ -22,4 +22,10 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if [[ -x scripts/fuzz.sh ]]; then
   NETC_FUZZ_RUNS=${NETC_FUZZ_RUNS:-5000} scripts/fuzz.sh
 fi
-cd build-test && ctest --output-on-failure -j2
+cd build-test
+status=0
+ctest --output-on-failure -j2 || status=$?
+# The slowest tests of this run (CTest's own timings), to keep the suite short.
+echo "test.sh: the 15 slowest tests (seconds):"
+awk 'NF == 3 && $1 != "---" { printf "%9.1f  %s\n", $3, $1 }' Testing/Temporary/CTestCostData.txt | sort -gr | head -15
+exit $status

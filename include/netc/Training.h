@@ -125,6 +125,14 @@ struct Launch {
   std::string launcher;             ///< "" (one process), "mpirun", "srun" or "netc" (--gpus)
   /// The GPU job's NCCL id from a netc parent (NETC_NCCL_ID), else empty.
   std::string jobId;
+  /// The netc that started the job itself (--ranks N, --gpus N), whose
+  /// ranks end when it is gone (NETC_LAUNCHER): its pid and start time; 0: none.
+  int launcherPid = 0;
+  uint64_t launcherStart = 0;
+  /// Where rank 0 tells that netc how the job went (NETC_JOB_STATUS), else empty.
+  std::string statusFile{};
+  /// Under srun: whether PMIx started the task (PMIX_RANK is set).
+  bool pmix = false;
 };
 /// Reads this process's launch environment (NETC_RANK and the rest from a
 /// netc parent, OMPI_COMM_WORLD_*, or srun's SLURM_PROCID and step
@@ -246,6 +254,13 @@ struct TrainSettings {
   /// at its end (netc/Estimate.h): a file or a built-in name; empty: the
   /// device's built-in table; "none": no estimate.
   std::string costModel;
+  /// `--checkpoint-every STEPS`: also save last.safetensors (resumable
+  /// mid-epoch, exactly) after every STEPS training steps, so that a stopped
+  /// or restarted job loses little; 0: only at epoch ends. With `--sync
+  /// local-sgd:H` a multiple of H.
+  int64_t checkpointEvery = 0;
+  /// The largest .net file read (`--max-source-size`), as CompileOptions's.
+  uint64_t maxSourceBytes = CompileOptions{}.maxSourceBytes;
 };
 
 /// What a run estimated of itself before its first step (netc estimate's
@@ -282,11 +297,19 @@ public:
   virtual void onProgress(const TrainProgress &) {}
   virtual void onEpoch(const EpochResult &) {}
   virtual void onHint(const std::string &) {}
+  /// After the run's last.safetensors was written (at an epoch's end, every
+  /// --checkpoint-every steps, at a stop), on the rank that writes it: its
+  /// path and the training steps it holds.
+  virtual void onCheckpoint(const std::string & /*path*/, int64_t /*step*/) {}
   /// Polled after every training step (on the training thread): returning
   /// true stops the run cleanly -- the step is finished, last.safetensors
   /// saved where the run stands (mid-epoch included, resumable exactly) and
   /// TrainResult::interrupted set. netc train returns true after Ctrl-C.
   virtual bool stopRequested() { return false; }
+  /// Why this process asked to stop, once stopRequested returned true: a
+  /// number the caller chooses (netc train: the signal), 0 for none. The
+  /// ranks of a job agree on the largest: TrainResult::stopReason.
+  virtual int stopReason() { return 0; }
 };
 
 struct EvaluationResult {
@@ -295,6 +318,10 @@ struct EvaluationResult {
   bool classification = true;
   std::vector<std::vector<int64_t>> confusion; ///< [actual][predicted]
   std::vector<double> classAccuracy;
+  /// What was evaluated (the data set's files) and, for a CSV whose first row
+  /// was taken as a header, why ("line 1 of test.csv is a header: field 2
+  /// 'pixel0' is not a number"); "" when every row was data.
+  std::string origin, headerNote;
 };
 
 struct TrainResult {
@@ -308,16 +335,26 @@ struct TrainResult {
   int64_t steps = 0, trainSamples = 0, testSamples = 0, params = 0;
   std::optional<EvaluationResult> finalTest;
   std::string outDir;
+  /// The run files outDir holds at the end (last.safetensors,
+  /// best.safetensors, metrics.jsonl: those that exist), as paths.
+  std::vector<std::string> savedFiles;
   /// Stopped by TrainListener::stopRequested before the last epoch ended:
   /// in epoch `stoppedEpoch` (1-based) after `stoppedSample` of its
   /// `epochSamples` samples; `checkpoint` holds that state ("" when the run
   /// had no output folder) and continues it with `resume`.
   bool interrupted = false;
   int64_t stoppedEpoch = 0, stoppedSample = 0, epochSamples = 0;
+  /// The stop's TrainListener::stopReason, the largest over the ranks
+  /// (every rank's, whichever rank was asked to stop).
+  int stopReason = 0;
   std::string checkpoint;
   /// The job: this rank, the ranks, and the global batch of a step.
   int rank = 0, ranks = 1;
   int64_t globalBatch = 0;
+  /// The run failed because the job lost a rank: one died, or stopped
+  /// answering within --comm-timeout (the communicator failed). A launcher
+  /// may restart such a job from its last checkpoint.
+  bool lostRank = false;
   /// The error is the same on every rank (an agreed one: print it once);
   /// otherwise it is this rank's own (e.g. which rank it waited for).
   bool errorOnEveryRank = false;
@@ -343,14 +380,15 @@ void removeTrainingTemporaries() noexcept;
 
 struct ModelOptions {
   int threads = 0;
-  int64_t batch = 128;            ///< samples per forward pass
-  std::string backend;            ///< as TrainSettings::backend
-  std::string cpuIsa;             ///< as TrainSettings::cpuIsa
-  uint64_t maxMemory = 0;         ///< as TrainSettings::maxMemory
-  std::string device = "auto";    ///< as TrainSettings::device
-  bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
-  bool cudaGraphs = true;         ///< as TrainSettings::cudaGraphs
-  std::string precision = "fp32"; ///< as TrainSettings::precision
+  int64_t batch = 128;                                       ///< samples per forward pass
+  std::string backend;                                       ///< as TrainSettings::backend
+  std::string cpuIsa;                                        ///< as TrainSettings::cpuIsa
+  uint64_t maxMemory = 0;                                    ///< as TrainSettings::maxMemory
+  std::string device = "auto";                               ///< as TrainSettings::device
+  bool cudaDebug = false;                                    ///< as TrainSettings::cudaDebug
+  bool cudaGraphs = true;                                    ///< as TrainSettings::cudaGraphs
+  std::string precision = "fp32";                            ///< as TrainSettings::precision
+  uint64_t maxSourceBytes = CompileOptions{}.maxSourceBytes; ///< as TrainSettings::maxSourceBytes
 };
 
 struct ModelResult;
@@ -367,10 +405,17 @@ public:
   bool classification() const;
   /// Output values (probabilities for a softmax output) of `count` samples of
   /// raw features (the checkpoint's normaliser is applied): count × inputSize in,
-  /// count × outputSize out. Returns an empty vector when the size is wrong.
+  /// count × outputSize out. Returns an empty vector when the size is wrong
+  /// or the normaliser overflows; outputs may be NaN or infinite.
   std::vector<float> predict(std::span<const float> features) const;
+  /// As predict, but a value that is not finite is an error: empty, with
+  /// `error` naming the sample (0-based) and the feature whose normalised
+  /// value overflows, or the first layer whose values became NaN or infinite.
+  std::vector<float> predict(std::span<const float> features, std::string &error) const;
   /// Loss, accuracy and confusion matrix on a data folder's test set (or its
-  /// training set when it has none); `error` is set on failure.
+  /// training set when it has none; a folder with a test set only will do);
+  /// `error` is set on failure, also when an output is NaN or infinite (the
+  /// sample and the first such layer named).
   EvaluationResult evaluate(const std::string &dataDir, std::string &error) const;
   /// The shape of one input sample as the network reads it (e.g. [28, 28]).
   std::vector<int64_t> inputShape() const;
@@ -397,6 +442,7 @@ struct LibrarySettings {
   /// Build into an existing folder that netc build did not make (only the
   /// files it writes are replaced); without it such a folder is refused.
   bool overwrite = false;
+  uint64_t maxSourceBytes = CompileOptions{}.maxSourceBytes; ///< as TrainSettings::maxSourceBytes
   std::string name;   ///< the C prefix of every symbol; default: the network's name as a C identifier
   std::string target; ///< an LLVM target triple, e.g. aarch64-linux-gnu; default: this machine's
   std::string cpu;    ///< the CPU to optimise for; default: this machine's ("generic": portable)
@@ -442,7 +488,8 @@ struct BenchSettings {
   /// the data-parallel training step on its batch, and the figures are the job's.
   Launch launch;
   double commTimeout = kDefaultCommTimeout;
-  double bucketMb = kDefaultBucketMb; ///< as TrainSettings::bucketMb
+  double bucketMb = kDefaultBucketMb;                        ///< as TrainSettings::bucketMb
+  uint64_t maxSourceBytes = CompileOptions{}.maxSourceBytes; ///< as TrainSettings::maxSourceBytes
 };
 
 /// One op of the training plan, timed on its own (`netc bench --profile`).

@@ -81,6 +81,10 @@ public:
   /// calibrate's rank 0). By default a barrier.
   virtual Status finish(std::string_view what) { return barrier(what); }
 
+  /// Whether an operation failed (a wait timed out, a peer died): the
+  /// communicator stays failed, and the job has lost a rank.
+  virtual bool failed() const { return false; }
+
   /// Where the run stands, named in messages: training step `step` (1-based;
   /// 0: before the first) of epoch `epoch` (1-based).
   void setPosition(int64_t step, int64_t epoch) {

@@ -11,10 +11,15 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -143,6 +148,7 @@ Expected<LaunchInfo> fromSlurm(const Environment &env) {
     return fail(fmt::format("PMIX_RANK is '{}' but SLURM_PROCID is {}: the two launchers disagree on this "
                             "task's rank",
                             pmix->substr(0, 40), info.rank));
+  info.pmix = find(env, "PMIX_RANK") != nullptr;
   return info;
 }
 
@@ -176,7 +182,109 @@ Expected<LaunchInfo> fromNetcParent(const Environment &env) {
   return info;
 }
 
+/// NETC_LAUNCHER and NETC_JOB_STATUS, when a netc started the job.
+Status readLauncher(const Environment &env, LaunchInfo &info) {
+  if (const std::string *text = find(env, kLauncherVariable)) {
+    const size_t colon = text->find(':');
+    int pid = 0;
+    uint64_t start = 0;
+    const char *end = text->data() + text->size();
+    auto [pidEnd, pidError] =
+        std::from_chars(text->data(), text->data() + std::min(colon, text->size()), pid);
+    bool ok =
+        colon != std::string::npos && pidError == std::errc() && pid > 0 && pidEnd == text->data() + colon;
+    if (ok) {
+      auto [startEnd, startError] = std::from_chars(text->data() + colon + 1, end, start);
+      ok = startError == std::errc() && startEnd == end;
+    }
+    if (!ok)
+      return fail(fmt::format("{} is '{}', not PID:START (a netc that starts a job sets it for every rank)",
+                              kLauncherVariable, text->substr(0, 40)));
+    info.launcherPid = pid;
+    info.launcherStart = start;
+  }
+  if (const std::string *file = find(env, kStatusFileVariable)) {
+    if (file->empty() || file->size() > 4096 || file->front() != '/')
+      return fail(fmt::format("{} is '{}', not an absolute path (a netc that starts a job sets it)",
+                              kStatusFileVariable, file->substr(0, 60)));
+    info.statusFile = *file;
+  }
+  return Status::success();
+}
+
+Expected<LaunchInfo> withLauncher(Expected<LaunchInfo> info, const Environment &env) {
+  if (!info)
+    return info;
+  if (Status s = readLauncher(env, *info); !s)
+    return Error{s.message()};
+  return info;
+}
+
 } // namespace
+
+std::string relaunchPrefix(const LaunchInfo &info) {
+  if (info.size <= 1 || info.launcherPid != 0)
+    return {};
+  if (info.launcher == "mpirun")
+    return fmt::format("mpirun -np {} ", info.size);
+  if (info.launcher == "srun")
+    return fmt::format("srun --mpi=pmix -n {} ", info.size);
+  return {};
+}
+
+std::string launcherIdentity() {
+  return fmt::format("{}:{}", ::getpid(), processStartTime(::getpid()));
+}
+
+bool processGone(int pid, uint64_t start) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d", pid);
+  struct stat info {};
+  if (::stat(path, &info) != 0)
+    return errno == ENOENT;
+  const uint64_t now = processStartTime(pid);
+  return now != 0 && now != start;
+}
+
+uint64_t processStartTime(int pid) {
+  // Plain system calls: a rank's watcher thread calls this until the process
+  // exits, so it touches no iostream or locale that exit tears down.
+  if (pid <= 0)
+    return 0;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  char text[1024];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0)
+    return 0;
+  text[n] = '\0';
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
+  // the fields are counted from the last ')', state being field 3.
+  const char *at = std::strrchr(text, ')');
+  if (!at)
+    return 0;
+  ++at;
+  for (int field = 3; field <= 22; ++field) {
+    while (*at == ' ')
+      ++at;
+    const char *end = at;
+    while (*end != ' ' && *end != '\0')
+      ++end;
+    if (end == at)
+      return 0;
+    if (field == 22) { // starttime
+      uint64_t start = 0;
+      auto [last, error] = std::from_chars(at, end, start);
+      return error == std::errc() && last == end ? start : 0;
+    }
+    at = end;
+  }
+  return 0;
+}
 
 std::vector<std::string> localRankEnvironment(int rank, int ranks, const std::string &jobId) {
   return {fmt::format("{}={}", kRankVariable, rank), fmt::format("{}={}", kSizeVariable, ranks),
@@ -184,7 +292,10 @@ std::vector<std::string> localRankEnvironment(int rank, int ranks, const std::st
           fmt::format("{}={}", kJobIdVariable, jobId)};
 }
 
-Expected<LaunchInfo> parseLaunchEnvironment(const Environment &env) {
+namespace {
+
+/// Where this process stands in its job, from its launcher's variables.
+Expected<LaunchInfo> parseLaunchPlace(const Environment &env) {
   if (find(env, kRankVariable) || find(env, kSizeVariable)) {
     auto info = fromNetcParent(env);
     if (!info)
@@ -212,6 +323,12 @@ Expected<LaunchInfo> parseLaunchEnvironment(const Environment &env) {
     return info;
   }
   return LaunchInfo{};
+}
+
+} // namespace
+
+Expected<LaunchInfo> parseLaunchEnvironment(const Environment &env) {
+  return withLauncher(parseLaunchPlace(env), env);
 }
 
 Environment processEnvironment() {

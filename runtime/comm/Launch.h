@@ -16,6 +16,7 @@
 
 #include "support/Status.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,16 @@ struct LaunchInfo {
   /// The job's device communicator id handed down by a netc parent (the
   /// NCCL unique id as text, NETC_NCCL_ID); empty otherwise.
   std::string jobId;
+  /// A netc that started the job itself (`--ranks N` through mpirun, or
+  /// `--gpus N`; NETC_LAUNCHER as "PID:START", START its start time in
+  /// clock ticks since boot): its ranks end when it is gone. 0: none.
+  int launcherPid = 0;
+  uint64_t launcherStart = 0;
+  /// Where rank 0 reports how the job went to that netc (NETC_JOB_STATUS).
+  std::string statusFile{};
+  /// Under srun: whether PMIx started the task (PMIX_RANK is set), which
+  /// Debian's Open MPI needs to join the job.
+  bool pmix = false;
   bool operator==(const LaunchInfo &) const = default;
 };
 
@@ -48,6 +59,25 @@ inline constexpr const char *kLocalSizeVariable = "NETC_LOCAL_SIZE";
 inline constexpr const char *kJobIdVariable = "NETC_NCCL_ID";
 /// The longest job id accepted from the environment (an NCCL id is 256 characters).
 inline constexpr size_t kMaxJobIdLength = 4096;
+/// Set by a netc that starts a job for every rank, whatever starts them.
+inline constexpr const char *kLauncherVariable = "NETC_LAUNCHER";
+inline constexpr const char *kStatusFileVariable = "NETC_JOB_STATUS";
+
+/// What starts the ranks of the job `info` again, for the command that
+/// continues its run: "mpirun -np N " or "srun --mpi=pmix -n N " for a job
+/// the user's launcher started; "" for one process, or a job a netc started
+/// (whose own arguments hold --ranks N or --gpus N).
+std::string relaunchPrefix(const LaunchInfo &info);
+
+/// "PID:START" for this process (NETC_LAUNCHER's value).
+std::string launcherIdentity();
+/// The start time of process `pid` (clock ticks since boot, /proc's), 0
+/// when it does not exist or cannot be read.
+uint64_t processStartTime(int pid);
+/// Whether process `pid` that started at `start` is gone: its /proc entry
+/// is missing, or names a later process (a reused pid). A failure to read it
+/// (out of file descriptors) is not taken for gone.
+bool processGone(int pid, uint64_t start);
 
 /// The variables for rank `rank` of a `ranks`-rank job on this machine with
 /// device communicator id `jobId` ("NAME=value" each).

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -82,6 +83,7 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
       if (running[size_t(r)])
         ::kill(pids[size_t(r)], signal);
   };
+  const pid_t parent = ::getpid();
   std::vector<std::string> argv = {request.program};
   argv.insert(argv.end(), request.arguments.begin(), request.arguments.end());
   std::vector<char *> argvPointers = pointers(argv);
@@ -98,6 +100,11 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
       break;
     }
     if (child == 0) {
+      // Ended with the parent, however it ends: a SIGKILL'd netc leaves no
+      // rank running headless (checked again in case it died before this).
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent)
+        ::_exit(128 + SIGTERM);
       ::setpgid(0, group); // the first rank leads the job's group
       // The ranks read nothing; in a background group a read from the
       // terminal would stop them (as mpirun's --stdin none).
@@ -124,10 +131,10 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
     signalAll(SIGTERM);
     result.status = 127;
   }
-  int forwarded = 0;
+  int forwarded = 0, terminated = 0;
   bool ending = !result.startError.empty();
   auto endingSince = std::chrono::steady_clock::now();
-  bool killed = false;
+  bool killed = false; // this parent sent SIGKILL
   for (int left = static_cast<int>(std::count(running.begin(), running.end(), true)); left > 0;) {
     for (int r = 0; r < n; ++r) {
       int status = 0;
@@ -140,12 +147,14 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
       running[size_t(r)] = false;
       --left;
       const int code = lost ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      // After a forwarded Ctrl-C, ending by it (130 from rank 0) or by the
-      // SIGTERM of a second one is the stop asked for, not a failure.
+      // After a forwarded stop, ending by it (128 + the signal from rank 0),
+      // by a second Ctrl-C or by this parent's SIGKILL is the stop asked
+      // for, not a failure (a SIGKILL this parent did not send is one).
       const bool asked =
-          forwarded > 0 && (code == 128 + SIGINT || code == 128 + SIGUSR1 || code == 128 + SIGTERM);
+          (forwarded > 0 || terminated > 0) && (code == 128 + SIGINT || code == 128 + SIGUSR1 ||
+                                                code == 128 + SIGTERM || (code == 128 + SIGKILL && killed));
       if (code != 0 && result.status == 0) {
-        result.status = asked ? 128 + SIGINT : code;
+        result.status = asked ? 128 + (forwarded > 0 ? SIGINT : SIGTERM) : code;
         if (!asked)
           result.failure =
               lost ? fmt::format("rank {} of {} (pid {}) ended, its status unknown", r, n, pids[size_t(r)])
@@ -160,9 +169,35 @@ LocalJobResult runLocalJob(const LocalJobRequest &request) {
         signalAll(SIGTERM);
       }
     }
+    // Ctrl-Cs: a clean stop (SIGUSR1), then at once (SIGINT: a stopping rank
+    // ends on a second one), then SIGKILL; a stop that outlasts the grace
+    // period ends in SIGKILL too.
     const int interrupts = request.interrupts ? request.interrupts->load() : 0;
-    for (; forwarded < interrupts; ++forwarded)
-      signalAll(forwarded == 0 ? SIGUSR1 : SIGTERM);
+    for (; forwarded < interrupts; ++forwarded) {
+      if (forwarded == 0 && terminated == 0) {
+        signalAll(SIGUSR1);
+      } else if (forwarded <= 1) {
+        signalAll(SIGINT);
+      } else if (!killed) {
+        signalAll(SIGKILL);
+        killed = true;
+      }
+      if (!ending) {
+        ending = true;
+        endingSince = std::chrono::steady_clock::now();
+      }
+    }
+    // A termination of the parent: a clean stop, then SIGKILL after the grace period.
+    const int terminations = request.terminations ? request.terminations->load() : 0;
+    if (terminations > terminated) {
+      if (terminated == 0 && forwarded == 0)
+        signalAll(SIGUSR1);
+      terminated = terminations;
+      if (!ending) {
+        ending = true;
+        endingSince = std::chrono::steady_clock::now();
+      }
+    }
     if (ending && !killed &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - endingSince).count() >
             request.graceSeconds) {

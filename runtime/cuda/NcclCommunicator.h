@@ -61,6 +61,7 @@ public:
   Status send(const void *data, int64_t bytes, int peer, std::string_view what) override;
   Status receive(void *data, int64_t bytes, int peer, std::string_view what) override;
   Status barrier(std::string_view what) override;
+  bool failed() const override { return !failed_.ok(); }
 
   /// The GPU it runs on.
   int device() const { return device_; }

@@ -4,6 +4,8 @@
 // signal handler cannot be handed anything else.
 #include "runtime/train/RunFiles.h"
 
+#include "support/PrintableText.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -16,9 +18,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -351,6 +355,122 @@ Status checkRunOutputs(const RunOutputs &o) {
   return Status::success();
 }
 
+// ---- the run's hold on its folder --------------------------------------------
+
+namespace {
+
+/// "pid 1234 on vm since 2026-11-28 12:03:04" for this process.
+std::string holderText() {
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0)
+    std::strcpy(host, "?");
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  char when[64] = "";
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &local);
+  return fmt::format("pid {} on {} since {}", ::getpid(), host, when);
+}
+
+} // namespace
+
+Expected<RunFolderLock> RunFolderLock::take(const std::string &dir) {
+  RunFolderLock lock;
+  lock.dir_ = dir;
+  // The folder and its missing parents, outermost first, each remembered.
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path at = fs::absolute(dir, ec).lexically_normal(); !ec && !at.empty(); at = at.parent_path()) {
+    struct stat info {};
+    if (::stat(at.c_str(), &info) == 0)
+      break;
+    if (errno != ENOENT || !at.has_relative_path())
+      break;
+    missing.push_back(at);
+    if (at == at.parent_path())
+      break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) == 0) {
+      lock.createdFolders_.push_back(it->string());
+    } else if (errno != EEXIST) { // made by another run meanwhile: fine
+      const int error = errno;
+      return fail(fmt::format("cannot create the output folder '{}': {} (choose another with --out)", dir,
+                              errnoText(error)));
+    }
+  }
+  const std::string path = (fs::path(dir) / kRunLockName).string();
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd >= 0)
+    lock.createdFile_ = true;
+  else if (errno == EEXIST)
+    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return fail(fmt::format("cannot lock the output folder '{}': {}: {} (choose another with --out)", dir,
+                            path, errnoText(errno)));
+  lock.fd_ = fd;
+  struct flock request {};
+  request.l_type = F_WRLCK;
+  request.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_OFD_SETLK, &request) != 0) {
+    const int error = errno;
+    if (error != EAGAIN && error != EACCES) {
+      // No such locks here (ENOLCK, EINVAL, ENOSYS, EOPNOTSUPP: some network
+      // and FUSE filesystems): the run goes on, unguarded, and says so.
+      lock.warning_ = fmt::format("the output folder '{}' cannot be locked ({}): a second run into it at the "
+                                  "same time would not be refused",
+                                  dir, errnoText(error));
+      return lock;
+    }
+    std::string holder(256, '\0');
+    const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
+    holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0'))
+      holder.pop_back();
+    lock.createdFile_ = false; // the holder's
+    return fail(fmt::format("the output folder '{}' is in use by another run ({}); wait for it to end, or "
+                            "choose another folder with --out",
+                            dir, holder.empty() ? "its lock names no holder" : printableText(holder)));
+  }
+  const std::string text = holderText() + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) != ssize_t(text.size())) {
+    // The lock holds without the note; only the refusal of a second run loses the holder's name.
+  }
+  return lock;
+}
+
+RunFolderLock::RunFolderLock(RunFolderLock &&other) noexcept
+    : dir_(std::move(other.dir_)), fd_(std::exchange(other.fd_, -1)),
+      createdFolders_(std::move(other.createdFolders_)), createdFile_(other.createdFile_),
+      committed_(other.committed_), warning_(std::move(other.warning_)) {}
+
+RunFolderLock::~RunFolderLock() {
+  if (fd_ < 0)
+    return;
+  const std::string lockFile = (fs::path(dir_) / kRunLockName).string();
+  bool removeFolders = !committed_;
+  if (committed_ && !createdFolders_.empty()) { // a run that wrote nothing: as if it never ran
+    bool onlyLock = true;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+      onlyLock = onlyLock && it->path().filename() == kRunLockName;
+    removeFolders = onlyLock && !ec;
+  }
+  // Unlinked while still held, so no other run locks the file being removed.
+  if ((!committed_ && createdFile_) || (removeFolders && !createdFolders_.empty()))
+    ::unlink(lockFile.c_str());
+  if (removeFolders)
+    for (auto it = createdFolders_.rbegin(); it != createdFolders_.rend(); ++it)
+      ::rmdir(it->c_str()); // only if empty
+  ::close(fd_);             // releases the lock
+}
+
+bool isInFolder(const std::string &path, const std::string &dir) {
+  const FileIdentity folder = identityOf(dir);
+  const FileIdentity parent = identityOf(fs::path(identityOf(path).canonical).parent_path().string());
+  return sameFile(folder, parent);
+}
+
 Status truncateFile(const std::string &path) {
   std::FILE *file = std::fopen(path.c_str(), "w");
   if (!file)
@@ -373,6 +493,21 @@ Status appendLine(const std::string &path, const std::string &line) {
   if (error != 0)
     return fail(fmt::format("cannot write to '{}': {}", path, errnoText(error)));
   return Status::success();
+}
+
+Status restoreEpochLine(const std::string &path, int64_t epoch, const std::string &line) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    return Status::success();
+  std::ifstream in(path);
+  std::string existing;
+  while (in && std::getline(in, existing)) {
+    const nlohmann::json j = nlohmann::json::parse(existing, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("event", "") == "epoch" && j.contains("epoch") &&
+        j["epoch"].is_number_integer() && j["epoch"].get<int64_t>() == epoch)
+      return Status::success();
+  }
+  return appendLine(path, line);
 }
 
 Status trimMetricsForResume(const std::string &path, int64_t epochsDone) {

@@ -88,12 +88,59 @@ struct RunOutputs {
 /// Messages name the path and the flag, and say what to do instead.
 Status checkRunOutputs(const RunOutputs &outputs);
 
+/// The lock file a run holds in its --out folder.
+inline constexpr std::string_view kRunLockName = ".netc-run.lock";
+
+/// A run's hold on its --out folder: an exclusive open-file-description
+/// lock (fcntl F_OFD_SETLK) on the folder's .netc-run.lock, which the
+/// kernel releases when the process ends however it ends, and which two
+/// runs in one process (two threads of the C API) also exclude each other
+/// by. The file holds the holder's pid, host and start time, so that a
+/// second run is refused naming them. Until commit() -- the run is under
+/// way -- the lock leaves no trace when it goes: a lock file it created is
+/// removed, and so are the folders it created. After it, a folder the lock
+/// created is still removed if nothing but the lock file is in it (a run
+/// stopped before it wrote anything). A filesystem without these locks
+/// (some network and FUSE mounts) is run on without one: warning() says so.
+class RunFolderLock {
+public:
+  /// Takes the lock of folder `dir`, creating the folder (and its missing
+  /// parents) when it does not exist; refused, naming the holder, while
+  /// another run holds it.
+  static Expected<RunFolderLock> take(const std::string &dir);
+  RunFolderLock(RunFolderLock &&other) noexcept;
+  RunFolderLock &operator=(RunFolderLock &&) = delete;
+  ~RunFolderLock();
+  /// The run is under way: its folder and lock file stay.
+  void commit() { committed_ = true; }
+  /// Why the folder could not be locked (the run goes on), or "".
+  const std::string &warning() const { return warning_; }
+
+private:
+  RunFolderLock() = default;
+  std::string dir_;
+  int fd_ = -1;
+  std::vector<std::string> createdFolders_; // outermost first
+  bool createdFile_ = false, committed_ = false;
+  std::string warning_;
+};
+
+/// Whether the file `path` is in folder `dir` (compared after resolving
+/// symbolic links, and by device and inode).
+bool isInFolder(const std::string &path, const std::string &dir);
+
 /// Creates `path` empty, or empties it; checks the open and the close.
 Status truncateFile(const std::string &path);
 
 /// Appends `line` and a newline to `path`; checks the open, the write and the
 /// close, and names the file and the error on failure.
 Status appendLine(const std::string &path, const std::string &line);
+
+/// Appends `line` (the metrics line of epoch `epoch`) to the metrics file
+/// `path` unless it already has a line of that epoch (a run resumed from a
+/// checkpoint written just before the process ended). A file that is not a
+/// regular file is left alone.
+Status restoreEpochLine(const std::string &path, int64_t epoch, const std::string &line);
 
 /// Before a resumed run appends to a metrics file, drops what the
 /// checkpoint's `epochsDone` does not include: an earlier run's "end" line

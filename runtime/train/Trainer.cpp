@@ -77,11 +77,13 @@ Trainer::Trainer(const plan::Plan &plan, runtime::Backend &backend, const data::
     : plan_(plan), backend_(backend), train_(train), test_(test), options_(std::move(options)) {}
 
 Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, int64_t done, double lossSum,
-                                          double correct, std::chrono::steady_clock::time_point runStart) {
+                                          double correct, std::chrono::steady_clock::time_point runStart,
+                                          TrainObserver &observer) {
   if (done < train_.count && step_ % options_.syncEvery != 0) // local SGD: save one model
     if (Status s = averageReplicas(); !s)
       return Error{s.message()};
   summary.interrupted = true;
+  summary.stopReason = stopReason_;
   summary.stoppedEpoch = epoch + 1;
   summary.stoppedSample = done;
   summary.epochSamples = train_.count;
@@ -91,8 +93,11 @@ Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, i
   if (!options_.outDir.empty()) {
     const std::string last = (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
     // Stopped at an epoch end: last.safetensors already holds that epoch.
-    if (done < train_.count)
+    if (done < train_.count) {
       saved = saveState(last, epoch, done, lossSum, correct);
+      if (saved)
+        observer.onCheckpoint(last, step_);
+    }
     summary.checkpoint = last;
   }
   // No rank leaves before rank 0's checkpoint is whole (a rank that ends
@@ -124,6 +129,9 @@ Expected<bool> Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t
     correct = global[1];
     diverging = global[2] != 0 || !std::isfinite(loss);
     stop = global[3] != 0;
+    if (stop && !diverging)
+      if (Status s = agreeStopReason(observer); !s)
+        return Error{s.message()};
   }
   errorOnEveryRank_ = diverging && ranks() > 1; // every rank sees it; rank 0's diagnosis is reported
   if (diverging)
@@ -366,8 +374,23 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
         auto read = readSums(state, batchesUnread, samplesUnread, observer);
         if (!read)
           return read.error();
+        stepsUnread = batchesUnread = samplesUnread = 0;
       }
+      stopReason_ = observer.stopReason();
       stop = true;
+    }
+    // --checkpoint-every: the same step on every rank, so all take part.
+    if (!stop && !last && options_.checkpointEvery > 0 && step_ % options_.checkpointEvery == 0) {
+      if (stepsUnread > 0) { // the sums the checkpoint keeps
+        auto read = readSums(state, batchesUnread, samplesUnread, observer);
+        if (!read)
+          return read.error();
+        stop = *read;
+        stepsUnread = batchesUnread = samplesUnread = 0;
+      }
+      if (!stop)
+        if (Status st = saveStepCheckpoint(state, observer); !st)
+          return Error{st.message()};
     }
     if (stop && !last) {
       backend_.synchronize();
@@ -416,11 +439,20 @@ void Trainer::flatLossHint(const EpochState &state, const EpochReport &report, d
                               report.epoch, report.trainLoss, init, state.learningRate));
 }
 
-Status Trainer::writeEpochFiles(const EpochReport &report) {
+Status Trainer::writeEpochFiles(const EpochReport &report, TrainObserver &observer) {
+  // The checkpoint keeps the line without its timings (a checkpoint's bytes
+  // depend only on the run), marked as restored for the file it may go back into.
+  const std::string line = metricsLine(report, options_.estimate);
+  nlohmann::json kept = nlohmann::json::parse(line);
+  for (const char *timing : {"images_per_sec", "seconds", "estimated_seconds", "estimate_error_percent"})
+    kept.erase(timing);
+  kept["restored"] = true;
+  epochLine_ = kept.dump();
   if (!options_.outDir.empty()) {
     const std::filesystem::path dir(options_.outDir);
     if (Status s = saveState((dir / kLastCheckpointName).string(), report.epoch); !s)
       return s;
+    observer.onCheckpoint((dir / kLastCheckpointName).string(), step_);
     if (report.best)
       if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
         return s;
@@ -432,7 +464,7 @@ Status Trainer::writeEpochFiles(const EpochReport &report) {
       return s;
     pendingEstimateLine_.clear();
   }
-  return writeMetrics(metricsLine(report, options_.estimate));
+  return writeMetrics(line);
 }
 
 Status Trainer::agreeOnEpochEnd(const Status &mine) {
@@ -448,15 +480,46 @@ Status Trainer::agreeOnEpochEnd(const Status &mine) {
   return verdict->ok ? Status::success() : fail(verdict->message);
 }
 
-Expected<bool> Trainer::anyRankStops(bool mine) {
-  if (ranks() == 1)
+Expected<bool> Trainer::anyRankStops(TrainObserver &observer) {
+  const bool mine = observer.stopRequested();
+  if (ranks() == 1) {
+    if (mine)
+      stopReason_ = observer.stopReason();
     return mine;
+  }
   std::array<double, 1> stops = {mine ? 1.0 : 0.0};
   if (Status s = options_.comm->allReduce(std::span<double>(stops), comm::ReduceOp::Sum,
                                           "all-reduce of the stop requests");
       !s)
     return Error{s.message()};
+  if (stops[0] != 0)
+    if (Status s = agreeStopReason(observer); !s)
+      return Error{s.message()};
   return stops[0] != 0;
+}
+
+Status Trainer::agreeStopReason(TrainObserver &observer) {
+  std::array<double, 1> reason = {double(observer.stopReason())};
+  if (ranks() > 1)
+    if (Status s = options_.comm->allReduce(std::span<double>(reason), comm::ReduceOp::Max,
+                                            "all-reduce of the stop reasons");
+        !s)
+      return s;
+  stopReason_ = static_cast<int>(reason[0]);
+  return Status::success();
+}
+
+Status Trainer::saveStepCheckpoint(const EpochState &state, TrainObserver &observer) {
+  Status saved = Status::success();
+  // (With local SGD the replicas were just averaged: --checkpoint-every is a
+  // multiple of its period.)
+  if (!options_.outDir.empty()) {
+    const std::string last = (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
+    saved = saveState(last, state.epoch, state.done, state.lossSum, state.correct);
+    if (saved)
+      observer.onCheckpoint(last, step_);
+  }
+  return agreeOnEpochEnd(saved);
 }
 
 Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
@@ -499,7 +562,8 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     if (!stopped)
       return stopped.error();
     if (*stopped)
-      return interrupt(std::move(summary), epoch, state.done, state.lossSum, state.correct, runStart);
+      return interrupt(std::move(summary), epoch, state.done, state.lossSum, state.correct, runStart,
+                       observer);
     // Local SGD: the replicas agree at every epoch's end (evaluation and checkpoints see one model).
     if (step_ % options_.syncEvery != 0)
       if (Status s = averageReplicas(); !s)
@@ -542,17 +606,17 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     // leaves a checkpoint ahead of the metrics, never the other way round.
     // (Only rank 0 has an output folder and metrics files; every rank
     // learns whether its writes failed.)
-    Status written = writeEpochFiles(report);
+    Status written = writeEpochFiles(report, observer);
     if (Status agreed = agreeOnEpochEnd(written); !agreed)
       return Error{agreed.message()};
     summary.epochs.push_back(report);
     observer.onEpoch(report);
     if (report.epoch < options_.epochs) {
-      auto stop = anyRankStops(observer.stopRequested());
+      auto stop = anyRankStops(observer);
       if (!stop)
         return stop.error();
       if (*stop)
-        return interrupt(std::move(summary), epoch, n, lossSum, correct, runStart);
+        return interrupt(std::move(summary), epoch, n, lossSum, correct, runStart, observer);
     }
   }
   summary.steps = step_;

@@ -79,6 +79,10 @@ struct TrainOptions {
   int deterministicChunks = 0;
   /// Samples per evaluation run: at most what the backend was loaded for (0: batch).
   int64_t evaluationBatch = 0;
+  /// --checkpoint-every: also save last.safetensors (resumable mid-epoch)
+  /// after every this many steps, so that a restart loses little. 0: only at
+  /// epoch ends.
+  int64_t checkpointEvery = 0;
   /// --data-on-device: the backend holds the training set (Backend::holdDataset,
   /// once before the first step) and gathers each batch itself from the
   /// epoch's order (uploaded once per epoch), instead of batches gathered on
@@ -125,6 +129,9 @@ struct TrainSummary {
   int64_t stoppedSample = 0; // samples of it done (the whole epoch when stopped at its end)
   int64_t epochSamples = 0;  // samples per epoch
   std::string checkpoint;    // where the state was saved ("" without an output folder)
+  /// Why it stopped: the largest TrainObserver::stopReason of the ranks
+  /// (a signal number for netc train; 0: none given).
+  int stopReason = 0;
 };
 
 class TrainObserver {
@@ -134,8 +141,13 @@ public:
   virtual void onProgress(const Progress &) {}
   virtual void onEpoch(const EpochReport &) {}
   virtual void onHint(const std::string &) {}
+  /// last.safetensors at `path` now holds the run after `step` steps.
+  virtual void onCheckpoint(const std::string & /*path*/, int64_t /*step*/) {}
   /// Polled after every step: true stops the run cleanly (TrainSummary::interrupted).
   virtual bool stopRequested() { return false; }
+  /// Why this rank asked to stop (a signal number, or 0), read once the
+  /// ranks agree to stop: every rank learns the largest (TrainSummary::stopReason).
+  virtual int stopReason() { return 0; }
 };
 
 /// Trains the loaded `plan` on `backend`. `test` may be null.
@@ -165,6 +177,11 @@ private:
   Status start(TrainObserver &observer);
   /// Checks the outputs, resumes or initialises: this rank's own part.
   Status prepare(TrainObserver &observer);
+  /// A run resumed at an epoch's end puts back what its checkpoint says
+  /// exists, where the process ended before writing it: that epoch's
+  /// metrics line, and best.safetensors when the best epoch is the
+  /// checkpoint's own; a best checkpoint it cannot rewrite is named in a hint.
+  Status reestablishRunFiles(TrainObserver &observer);
   /// Reads (and clears) the loss sums into `state` (summed over the ranks,
   /// with their stop requests: true when some rank's observer asked to
   /// stop), reports progress and checks the loss is finite; `batchesRead`
@@ -196,15 +213,21 @@ private:
   Status diverged(int64_t step, int64_t epoch, int64_t batch, int inputSlot, float learningRate);
   Status writeMetrics(const std::string &line);
   /// At an epoch's end: last.safetensors (and best.safetensors), then the metrics line.
-  Status writeEpochFiles(const EpochReport &report);
+  Status writeEpochFiles(const EpochReport &report, TrainObserver &observer);
   /// Every rank learns whether any rank's `mine` failed (the first failure).
   Status agreeOnEpochEnd(const Status &mine);
-  /// Whether any rank asks to stop.
-  Expected<bool> anyRankStops(bool mine);
+  /// Whether any rank asks to stop (and then why: stopReason_).
+  Expected<bool> anyRankStops(TrainObserver &observer);
+  /// Once the ranks agree to stop: the largest of their stop reasons.
+  Status agreeStopReason(TrainObserver &observer);
+  /// --checkpoint-every: last.safetensors where the run stands after step_,
+  /// mid-epoch (every rank takes part: rank 0 writes, all agree it did).
+  Status saveStepCheckpoint(const EpochState &state, TrainObserver &observer);
   /// Ends the run at the observer's request after `done` samples of (0-based)
   /// `epoch`: saves last.safetensors there unless the epoch is complete.
   Expected<TrainSummary> interrupt(TrainSummary summary, int64_t epoch, int64_t done, double lossSum,
-                                   double correct, std::chrono::steady_clock::time_point runStart);
+                                   double correct, std::chrono::steady_clock::time_point runStart,
+                                   TrainObserver &observer);
   /// Saves the state after `epochsDone` epochs and `position` samples of the
   /// next one, with the running sums of that partial epoch.
   Status saveState(const std::string &path, int64_t epochsDone, int64_t position = 0, double lossSum = 0,
@@ -226,10 +249,18 @@ private:
   std::vector<std::string> metricsPaths_;
   /// The estimate's metrics line, written with the first epoch's.
   std::string pendingEstimateLine_;
+  /// The metrics line of the epoch being saved, without its timings and
+  /// with "restored": true: kept in its checkpoint, so that a run resumed
+  /// from it writes the line again if the process ended between the
+  /// checkpoint and the line.
+  std::string epochLine_;
+  /// A resumed run's checkpoint's epoch line ("" when none).
+  std::string resumedEpochLine_;
   std::vector<float> zeroGradients_;        // runEmptyStep's (sized once)
   std::optional<FixedOrderSum> fixedOrder_; // --deterministic
   std::vector<float> fixedSum_;
   bool errorOnEveryRank_ = false;
+  int stopReason_ = 0;
 };
 
 } // namespace netc::train

@@ -10,6 +10,7 @@
 #include "runtime/data/Shuffle.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/RunFiles.h"
+#include "runtime/train/Safetensors.h"
 #include "runtime/train/Trainer.h"
 
 #include <fmt/format.h>
@@ -20,6 +21,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <unistd.h>
 
 namespace netc::train {
@@ -108,6 +111,8 @@ Status Trainer::prepare(TrainObserver &observer) {
                                   options_.resumeFrom));
     firstEpoch_ = info->epoch;
     step_ = info->step;
+    if (auto it = info->extra.find("epoch_metrics"); it != info->extra.end())
+      resumedEpochLine_ = it->second;
     if (firstEpoch_ >= options_.epochs)
       return fail(fmt::format("{} has already trained {} epoch(s); pass --epochs above {} to train more",
                               options_.resumeFrom, firstEpoch_, firstEpoch_));
@@ -236,6 +241,36 @@ Status Trainer::prepare(TrainObserver &observer) {
       return st;
   if (!resuming && options_.initFrom.empty())
     initializeParameters(plan_, backend_, options_.init);
+  // Only the folder the checkpoint belongs to is repaired: resumed into
+  // another folder, the run starts that folder's files anew.
+  if (resuming && firstPosition_ == 0 && !options_.outDir.empty() &&
+      isInFolder(options_.resumeFrom, options_.outDir))
+    return reestablishRunFiles(observer);
+  return Status::success();
+}
+
+Status Trainer::reestablishRunFiles(TrainObserver &observer) {
+  // The epoch's metrics line, in each metrics file that lacks it.
+  if (!resumedEpochLine_.empty())
+    for (const std::string &path : metricsPaths_)
+      if (Status s = restoreEpochLine(path, firstEpoch_, resumedEpochLine_); !s)
+        return s;
+  if (options_.outDir.empty() || bestEpoch_ == 0)
+    return Status::success();
+  const std::string best = (std::filesystem::path(options_.outDir) / kBestCheckpointName).string();
+  std::optional<int64_t> bestOnDisk;
+  if (auto file = readSafetensors(best); file && checkCheckpointFormat(*file, best))
+    if (auto epoch = checkpointCount(*file, best, "epoch", 0, std::numeric_limits<int64_t>::max());
+        epoch && *epoch)
+      bestOnDisk = **epoch;
+  if (bestOnDisk == bestEpoch_)
+    return Status::success();
+  if (bestEpoch_ == firstEpoch_) // the state just loaded is the best epoch's
+    return saveState(best, firstEpoch_);
+  observer.onHint(fmt::format("the run's best epoch is {}, but {} {}: the process ended while writing it; "
+                              "it is written again at the next best epoch",
+                              bestEpoch_, best,
+                              bestOnDisk ? fmt::format("holds epoch {}", *bestOnDisk) : "is missing"));
   return Status::success();
 }
 
@@ -307,8 +342,10 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
          options_.shuffle}}.dump();
   // What a run on another number of ranks continues with (the same global batch).
   info.extra["world_size"] = std::to_string(ranks());
-  info.extra["global_batch"] = std::to_string(options_.batch * ranks());
+  info.extra["global_batch"] = std::to_string(options_.batch * options_.accumulate * ranks());
   info.extra["best_epoch"] = std::to_string(bestEpoch_);
+  if (position == 0 && !epochLine_.empty())
+    info.extra["epoch_metrics"] = epochLine_;
   info.extra["best_score"] = fmt::format("{:.17g}", bestScore_);
   info.extra["rng"] =
       fmt::format("{{\"shuffle_seed\": {}, \"init_seed\": {}}}", options_.seed, options_.init.seed);

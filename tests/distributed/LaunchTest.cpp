@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 namespace netc::comm {
 namespace {
@@ -39,6 +40,23 @@ std::string refusal(const Environment &env) {
   return info ? std::string() : info.message();
 }
 
+/// Rank `rank` of `size` (local `localRank` of `localSize`) as `launcher` started it.
+LaunchInfo place(int rank, int size, int localRank, int localSize, const std::string &launcher) {
+  LaunchInfo info;
+  info.rank = rank;
+  info.size = size;
+  info.localRank = localRank;
+  info.localSize = localSize;
+  info.launcher = launcher;
+  return info;
+}
+
+/// `info` as srun started it with PMIx (PMIX_RANK set) or without.
+LaunchInfo viaPmix(LaunchInfo info, bool pmix) {
+  info.pmix = pmix;
+  return info;
+}
+
 TEST(Launch, OneProcessWithoutALauncher) {
   EXPECT_EQ(parsed({{"PATH", "/usr/bin"}, {"HOME", "/root"}}), LaunchInfo{});
 }
@@ -46,13 +64,71 @@ TEST(Launch, OneProcessWithoutALauncher) {
 TEST(Launch, OpenMpiRecordedRanks) {
   for (int r = 0; r < 3; ++r) {
     const LaunchInfo info = parsed(readEnv("openmpi-3ranks-rank" + std::to_string(r) + ".env"));
-    EXPECT_EQ(info, (LaunchInfo{r, 3, r, 3, "mpirun", ""})) << "rank " << r;
+    EXPECT_EQ(info, place(r, 3, r, 3, "mpirun")) << "rank " << r;
   }
 }
 
 TEST(Launch, SlurmStepTasks) {
-  EXPECT_EQ(parsed(readEnv("slurm-srun-pmix-2x2-rank3.env")), (LaunchInfo{3, 4, 1, 2, "srun", ""}));
-  EXPECT_EQ(parsed(readEnv("slurm-srun-uneven-rank4.env")), (LaunchInfo{4, 5, 1, 2, "srun", ""}));
+  EXPECT_EQ(parsed(readEnv("slurm-srun-pmix-2x2-rank3.env")), viaPmix(place(3, 4, 1, 2, "srun"), true));
+  EXPECT_EQ(parsed(readEnv("slurm-srun-uneven-rank4.env")),
+            viaPmix(place(4, 5, 1, 2, "srun"), readEnv("slurm-srun-uneven-rank4.env").contains("PMIX_RANK")));
+}
+
+TEST(Launch, SrunWithoutPmixIsSaid) {
+  // Debian's Open MPI joins a Slurm job only through PMIx: a task srun
+  // started without it (no PMIX_RANK) is marked, so that MPI's failure to
+  // join can say `srun --mpi=pmix`.
+  Environment env = readEnv("slurm-srun-pmix-2x2-rank3.env");
+  env.erase("PMIX_RANK");
+  EXPECT_FALSE(parsed(env).pmix);
+}
+
+TEST(Launch, TheNetcThatLaunchedTheJob) {
+  // `--ranks N` through mpirun, `--gpus N` itself: every rank learns the
+  // netc it must not outlive and the file its rank 0 reports into.
+  Environment env = readEnv("openmpi-3ranks-rank1.env");
+  env[kLauncherVariable] = "4242:123456789";
+  env[kStatusFileVariable] = "/tmp/netc-job-abc123";
+  const LaunchInfo info = parsed(env);
+  EXPECT_EQ(info.launcherPid, 4242);
+  EXPECT_EQ(info.launcherStart, 123456789u);
+  EXPECT_EQ(info.statusFile, "/tmp/netc-job-abc123");
+  EXPECT_EQ(info.rank, 1);
+  // This process's own identity reads back (it is alive, so its start time is known).
+  Environment self = {{kLauncherVariable, launcherIdentity()}};
+  const LaunchInfo mine = parsed(self);
+  EXPECT_EQ(mine.launcherPid, ::getpid());
+  EXPECT_EQ(mine.launcherStart, processStartTime(::getpid()));
+  EXPECT_GT(mine.launcherStart, 0u);
+  EXPECT_EQ(processStartTime(0), 0u);
+  // A rank stops when its launcher is gone: this process is not; a pid no
+  // process has, or this pid with another start time (reused), is.
+  EXPECT_FALSE(processGone(::getpid(), mine.launcherStart));
+  EXPECT_TRUE(processGone(::getpid(), mine.launcherStart + 1));
+  EXPECT_TRUE(processGone(1 << 30, 5));
+}
+
+TEST(Launch, TheCommandThatContinuesARunStartsItsRanksAgain) {
+  // Continued as it was started: under the user's mpirun or srun with its
+  // ranks; a netc launcher's own arguments already hold --ranks or --gpus.
+  EXPECT_EQ(relaunchPrefix(place(0, 2, 0, 2, "mpirun")), "mpirun -np 2 ");
+  EXPECT_EQ(relaunchPrefix(parsed(readEnv("slurm-srun-pmix-2x2-rank3.env"))), "srun --mpi=pmix -n 4 ");
+  LaunchInfo ours = place(0, 2, 0, 2, "mpirun");
+  ours.launcherPid = 4242;
+  EXPECT_EQ(relaunchPrefix(ours), "");
+  EXPECT_EQ(relaunchPrefix(LaunchInfo{}), "");
+  EXPECT_EQ(relaunchPrefix(place(0, 2, 0, 2, "netc")), "");
+}
+
+TEST(Launch, MalformedLauncherVariablesAreNamed) {
+  for (const char *value : {"", "abc", "42", "42:", ":7", "-1:5", "42:5x", "99999999999999999999:1"}) {
+    Environment env = {{kLauncherVariable, value}};
+    EXPECT_NE(refusal(env).find("NETC_LAUNCHER is '"), std::string::npos) << value;
+  }
+  for (const char *value : {"", "relative/path"}) {
+    Environment env = {{kStatusFileVariable, value}};
+    EXPECT_NE(refusal(env).find("NETC_JOB_STATUS is '"), std::string::npos) << value;
+  }
 }
 
 TEST(Launch, ASlurmBatchScriptIsOneProcess) {
@@ -64,7 +140,7 @@ TEST(Launch, OpenMpiWinsOverTheSlurmAllocationItRunsIn) {
   Environment env = readEnv("slurm-srun-pmix-2x2-rank3.env");
   for (const auto &[key, value] : readEnv("openmpi-3ranks-rank1.env"))
     env[key] = value;
-  EXPECT_EQ(parsed(env), (LaunchInfo{1, 3, 1, 3, "mpirun", ""}));
+  EXPECT_EQ(parsed(env), place(1, 3, 1, 3, "mpirun"));
 }
 
 TEST(Launch, MalformedOpenMpiVariablesAreNamed) {

@@ -213,6 +213,50 @@ TEST(LocalJob, AFailureAfterCtrlCIsStillNamed) {
   EXPECT_NE(result.failure.find("exited with status 3"), std::string::npos) << result.failure;
 }
 
+TEST(LocalJob, ASecondCtrlCEndsRanksThatDoNotStop) {
+  // Ranks that ignore the clean stop (a hung step, a slow save): the second
+  // Ctrl-C reaches them as SIGINT and ends them, as it would a single process.
+  Scratch scratch;
+  LocalJobRequest job = shell("trap '' USR1; touch \"$0/ready$NETC_RANK\"; while :; do sleep 0.05; done", 2);
+  job.arguments = {"-c", job.arguments[1], scratch.dir.string()};
+  std::atomic<int> interrupts{0};
+  job.interrupts = &interrupts;
+  std::thread press([&] {
+    for (int i = 0; i < 2000 && !(fs::exists(scratch.dir / "ready0") && fs::exists(scratch.dir / "ready1"));
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    interrupts = 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    interrupts = 2;
+  });
+  const LocalJobResult result = runLocalJob(job);
+  press.join();
+  EXPECT_EQ(result.status, 130) << result.failure;
+  EXPECT_EQ(result.failure, "");
+}
+
+TEST(LocalJob, ATerminationOfTheParentIsACleanStop) {
+  // SIGTERM or SIGHUP to the netc that started the job: SIGUSR1 to every rank.
+  Scratch scratch;
+  LocalJobRequest job = shell("trap 'touch \"$0/stopped$NETC_RANK\"; exit 0' USR1; "
+                              "touch \"$0/ready$NETC_RANK\"; while :; do sleep 0.05; done",
+                              2);
+  job.arguments = {"-c", job.arguments[1], scratch.dir.string()};
+  std::atomic<int> terminations{0};
+  job.terminations = &terminations;
+  std::thread terminate([&] {
+    for (int i = 0; i < 2000 && !(fs::exists(scratch.dir / "ready0") && fs::exists(scratch.dir / "ready1"));
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    terminations = 1;
+  });
+  const LocalJobResult result = runLocalJob(job);
+  terminate.join();
+  EXPECT_EQ(result.status, 0) << result.failure;
+  EXPECT_TRUE(fs::exists(scratch.dir / "stopped0"));
+  EXPECT_TRUE(fs::exists(scratch.dir / "stopped1"));
+}
+
 TEST(LocalJob, AProgramThatCannotRunFailsEveryRank) {
   LocalJobRequest job;
   job.program = "/nonexistent/netc";

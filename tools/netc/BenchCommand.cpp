@@ -9,6 +9,7 @@
 #include "RankLauncher.h"
 
 #include "netc/Training.h"
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 #include <limits>
@@ -26,7 +27,7 @@ struct BenchArgs {
 };
 
 int runBench(BenchArgs &args) {
-  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+  if (!readFileOrReport(args.file, args.settings.maxSourceBytes)) // NS0001, exit 2 (docs/cli.md)
     return kUsageError;
   if (auto done = settleLaunch(args.ranks, args.settings.device, args.settings.threads, args.commandLine,
                                args.settings.launch))
@@ -36,7 +37,7 @@ int runBench(BenchArgs &args) {
   if (!r.diagnostics.empty() && rankZero)
     std::fputs(r.diagnostics.c_str(), stderr);
   if (r.failure != FailureKind::None) {
-    std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
+    printError(r.error);
     return r.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
   if (!rankZero) // rank 0 reports the job's figures
@@ -74,7 +75,7 @@ int runBench(BenchArgs &args) {
                                 "inference  {:>10.0f} images/s (median of {})\n"
                                 "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n"
                                 "device     {}: {}{}\n",
-                                args.file, r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
+                                printableText(args.file), r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
                                 r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks)
                                             : std::string(),
                                 r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
@@ -97,6 +98,7 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
   addIntegerOption(*cmd, "--batch", s.batch, int64_t{1}, kMaxInt64, "Samples per step");
   addThreadsOption(*cmd, s.threads);
+  addMaxSourceSizeOption(*cmd, s.maxSourceBytes);
   addMaxMemoryOption(*cmd, s.maxMemory);
   addCpuIsaOption(*cmd, s.cpuIsa);
   addIntegerOption(*cmd, "--warmup", s.warmup, int64_t{0}, kMaxInt64, "Untimed steps first");
@@ -108,10 +110,12 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   addRanksOption(*cmd, args->ranks);
   cmd->add_option("--comm-timeout", s.commTimeout,
                   "Seconds any rank waits for the others before naming the rank that did not answer")
+      ->check([](const std::string &text) { return positiveNumberFlagProblem(text, kMaxCommTimeout); })
       ->type_name("SECONDS")
       ->capture_default_str();
   cmd->add_option("--bucket-mb", s.bucketMb,
                   "MiB of gradients the ranks all-reduce at once while the backward pass goes on")
+      ->check([](const std::string &text) { return positiveNumberFlagProblem(text, kMaxBucketMb); })
       ->type_name("MB")
       ->capture_default_str();
   cmd->add_flag("--profile", s.profile,

@@ -27,13 +27,13 @@ std::string sizeText(uintmax_t bytes) {
 }
 
 int runBuild(const BuildArgs &args) {
-  if (!readFileOrReport(args.file))
+  if (!readFileOrReport(args.file, args.library.maxSourceBytes))
     return kUsageError;
   LibraryResult result = buildLibrary(args.file, args.weights, args.library);
   if (!result.diagnostics.empty())
     std::fputs(result.diagnostics.c_str(), stderr);
   if (!result.ok()) {
-    std::fprintf(stderr, "netc: error: %s\n", result.error.c_str());
+    printError(result.error);
     return result.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
   if (args.quiet)
@@ -71,6 +71,7 @@ void addBuildCommand(CLI::App &app, int &exitCode) {
       "--cpu", args->library.cpu,
       "CPU to optimise for, e.g. x86-64-v3 or neoverse-n1; 'generic' for portable code; default: this "
       "machine's CPU (another target's: generic)");
+  addMaxSourceSizeOption(*cmd, args->library.maxSourceBytes);
   cmd->add_flag("-q,--quiet", args->quiet, "Print nothing on success");
   cmd->callback([args, &exitCode] { exitCode = runBuild(*args); });
 }

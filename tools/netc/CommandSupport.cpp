@@ -3,13 +3,18 @@
 
 #include "support/ByteSize.h"
 #include "support/DiagnosticPrinter.h"
+#include "support/PrintableText.h"
 
+#include "runtime/cpu/Kernels.h"
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -18,28 +23,39 @@
 namespace netc::cli {
 
 void CompileFlags::addTo(CLI::App &app) {
-  app.add_option("--input-size", inputSize, "Feature count of the data (sizes 'input X auto')")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--hidden-nodes", hiddenNodes, "Size of 'hidden H auto' layers")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  // Integers are refused out of range, never clamped (integerFlagProblem).
+  constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  addIntegerOption(app, "--input-size", inputSize, int64_t{1}, kMaxInt64,
+                   "Feature count of the data (sizes 'input X auto')");
+  addIntegerOption(app, "--hidden-nodes", hiddenNodes, int64_t{1}, kMaxInt64,
+                   "Size of 'hidden H auto' layers");
   app.add_option("--task", task, "Learning task: auto, multiclass, binary or regression")
       ->check(CLI::IsMember({"auto", "multiclass", "binary", "regression"}))
       ->capture_default_str();
-  app.add_option("--classes", classes, "Number of classes of a multiclass task")->check(CLI::PositiveNumber);
-  app.add_option("--max-filter-pairs", maxFilterPairs,
-                 "Most (source, destination) pairs a 'where' predicate may be tested on")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--error-limit", errorLimit, "Stop after this many errors (0: report every error)")
-      ->capture_default_str();
+  addIntegerOption(app, "--classes", classes, int64_t{1}, kMaxInt64,
+                   "Number of classes of a multiclass task");
+  addIntegerOption(app, "--max-filter-pairs", maxFilterPairs, int64_t{1}, kMaxInt64,
+                   "Most (source, destination) pairs a 'where' predicate may be tested on");
+  addIntegerOption(app, "--error-limit", errorLimit, size_t{0}, static_cast<size_t>(kMaxInt64),
+                   "Stop after this many errors (0: report every error)");
   addMaxSourceSizeOption(app, maxSourceBytes);
+}
+
+std::string positiveNumberFlagProblem(const std::string &text, double max) {
+  double value = 0;
+  const char *first = text.data(), *last = first + text.size();
+  auto [end, error] = std::from_chars(first, last, value);
+  if (!text.empty() && error == std::errc() && end == last && value > 0 && value <= max)
+    return "";
+  const std::string most = max == std::floor(max) && max < 9e15 ? std::to_string(static_cast<int64_t>(max))
+                                                                : fmt::format("{}", max);
+  return fmt::format("expected a number above 0 and at most {}, got '{}'", most, printableText(text));
 }
 
 void addMaxSourceSizeOption(CLI::App &app, uint64_t &bytes) {
   app.add_option("--max-source-size")
-      ->description("Largest Net# file read, e.g. 64M or 1GiB (default " + byteSizeText(bytes) +
-                    ", at most " + byteSizeText(kMaxSourceBytesLimit) + ")")
+      ->description("Largest Net# file read, e.g. 8M or 1GiB (default " + byteSizeText(bytes) + ", at most " +
+                    byteSizeText(kMaxSourceBytesLimit) + ")")
       ->check(
           [](const std::string &text) -> std::string {
             auto size = parseByteSize(text);
@@ -97,13 +113,33 @@ CLI::Option *addThreadsOption(CLI::App &app, int &threads) {
       });
 }
 
+std::string cpuIsaProblem(const std::string &name) {
+  using runtime::cpu::instructionSets, runtime::cpu::knownInstructionSets;
+  auto listed = [](const std::vector<std::string_view> &names) {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+      out += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    return out;
+  };
+  const std::vector<std::string_view> known = knownInstructionSets(), supported = instructionSets();
+  if (name.empty() || std::find(supported.begin(), supported.end(), name) != supported.end())
+    return "";
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    return fmt::format("'{}' is not an instruction set netc knows; use {}", printableText(name),
+                       listed(known));
+  return fmt::format("this processor does not run {}; use {}", name, listed(supported));
+}
+
 CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa) {
+  // $NETC_CPU_ISA is checked where it is used (the CPU backend names it); a
+  // --cpu-isa value here, as the command line is parsed (exit 2).
   if (const char *env = std::getenv("NETC_CPU_ISA"))
     isa = env;
   return app
       .add_option("--cpu-isa", isa,
                   "CPU backend: the fast kernels' instruction set, avx512, avx2 or baseline (default: "
                   "$NETC_CPU_ISA, else the best this processor supports)")
+      ->check(cpuIsaProblem)
       ->type_name("NAME");
 }
 
@@ -136,12 +172,22 @@ std::string unreadableMessage(const std::string &path, const std::string &reason
   return fmt::format(fmt::runtime(std::string(diagInfo(DiagId::CannotReadFile).format)), path, reason);
 }
 
+void reportUnreadable(const std::string &path, const std::string &reason) {
+  // The path is the user's text: escaped, as source lines are (PrintableText.h).
+  std::fprintf(stderr, "%s: error: %s [%s]\n", printableText(path).c_str(),
+               printableText(unreadableMessage(path, reason)).c_str(),
+               std::string(diagInfo(DiagId::CannotReadFile).code).c_str());
+}
+
+void printError(const std::string &message) {
+  std::fprintf(stderr, "netc: error: %s\n", printableMessage(message).c_str());
+}
+
 std::optional<std::string> readFileOrReport(const std::string &path, uint64_t maxBytes) {
   std::string error;
   auto text = readFile(path, error, maxBytes);
   if (!text)
-    std::fprintf(stderr, "%s: error: %s [%s]\n", path.c_str(), unreadableMessage(path, error).c_str(),
-                 std::string(diagInfo(DiagId::CannotReadFile).code).c_str());
+    reportUnreadable(path, error);
   return text;
 }
 
@@ -158,13 +204,13 @@ void printDiagnostics(std::FILE *out, const Compilation &c, bool colour) {
 std::optional<Model> loadModelOrReport(const std::string &file, const std::string &weights,
                                        const ModelOptions &options, int &exitCode) {
   exitCode = kUsageError;
-  if (!readFileOrReport(file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+  if (!readFileOrReport(file, options.maxSourceBytes)) // NS0001, exit 2 (docs/cli.md)
     return std::nullopt;
   ModelResult loaded = Model::load(file, weights, options);
   if (!loaded.diagnostics.empty())
     std::fputs(loaded.diagnostics.c_str(), stderr);
   if (!loaded.model) {
-    std::fprintf(stderr, "netc: error: %s\n", loaded.error.c_str());
+    printError(loaded.error);
     exitCode = loaded.failure == FailureKind::Usage ? kUsageError : kInputError;
     return std::nullopt;
   }

@@ -18,6 +18,11 @@ namespace netc::cli {
 /// Exit statuses of every subcommand.
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
+/// Prints "netc: error: MESSAGE" on stderr, the message's control bytes
+/// escaped but its newlines kept (support/PrintableText.h): messages name the
+/// user's files, whose names may hold terminal escapes.
+void printError(const std::string &message);
+
 /// Flags that become CompileOptions (task, sizes, limits).
 struct CompileFlags {
   std::optional<int64_t> inputSize;
@@ -49,6 +54,11 @@ template <class Int> std::string integerFlagProblem(const std::string &text, Int
   return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got '" + text +
          "'";
 }
+
+/// What is wrong with a positive number flag's value `text`: "" when it is a
+/// finite number above 0 and at most `max`, otherwise a message naming the
+/// range (as integerFlagProblem does for integers).
+std::string positiveNumberFlagProblem(const std::string &text, double max);
 
 /// Registers an integer option parsed by integerFlagProblem into `field`
 /// (whose value is shown as the default).
@@ -93,8 +103,13 @@ CLI::Option *addThreadsOption(CLI::App &app, int &threads);
 
 /// --cpu-isa NAME into `isa`, which starts as $NETC_CPU_ISA (the only place
 /// netc reads it): the CPU backend's instruction set; empty: the best the
-/// processor supports.
+/// processor supports. A flag value netc does not know, or one this
+/// processor does not run, is a usage error (cpuIsaProblem); a bad
+/// $NETC_CPU_ISA is reported, naming it, when the CPU backend loads.
 CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa);
+/// "" when `name` is empty or an instruction set this processor runs,
+/// otherwise why not, with the names to use.
+std::string cpuIsaProblem(const std::string &name);
 
 /// Where a command computes: --device auto|cpu|cuda[:N], --backend (the
 /// kernels on that device; default: the device's own), --precision fp32|tf32,
@@ -150,6 +165,8 @@ std::optional<std::string> readFileOrReport(const std::string &path,
 void addMaxSourceSizeOption(CLI::App &app, uint64_t &bytes);
 /// The NS0001 diagnostic for an unreadable file, as text and as JSON.
 std::string unreadableMessage(const std::string &path, const std::string &reason);
+/// Prints the NS0001 error for `path` on stderr, control bytes escaped.
+void reportUnreadable(const std::string &path, const std::string &reason);
 
 /// Prints diagnostics (sorted) as compiler-style text to `out`.
 void printDiagnostics(std::FILE *out, const Compilation &c, bool colour);

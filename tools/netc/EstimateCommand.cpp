@@ -182,12 +182,12 @@ nlohmann::json toJson(const EstimateResult &r) {
 }
 
 int runEstimate(EstimateArgs &args) {
-  if (!readFileOrReport(args.file))
+  if (!readFileOrReport(args.file, args.settings.train.maxSourceBytes))
     return kUsageError;
   TrainSettings &s = args.settings.train;
   Parsed<Optimizer> optimizer = parseOptimizer(args.optimizer);
   if (!optimizer) {
-    std::fprintf(stderr, "netc: error: %s\n", optimizer.error.c_str());
+    printError(optimizer.error);
     return kUsageError;
   }
   s.optimizer = *optimizer;
@@ -199,11 +199,11 @@ int runEstimate(EstimateArgs &args) {
   if (!r.diagnostics.empty())
     std::fputs(r.diagnostics.c_str(), stderr);
   if (!r.ok()) {
-    std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
+    printError(r.error);
     return r.failure == FailureKind::Usage ? kUsageError : kInputError;
   }
   if (args.format == "json")
-    std::printf("%s\n", toJson(r).dump(2).c_str());
+    std::printf("%s\n", toJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   else {
     if (args.ops)
       printOpProfile(r.ops);
@@ -256,6 +256,7 @@ void addEstimateCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--hidden-nodes", s.hiddenNodes, int64_t{1}, kMaxInt64,
                    "Size of 'hidden H auto' layers");
   addThreadsOption(*cmd, s.threads);
+  addMaxSourceSizeOption(*cmd, s.maxSourceBytes);
   cmd->add_option("--device", s.device, "The device whose built-in cost table is the default: cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

@@ -1,5 +1,6 @@
 // Main.cpp -- the `netc` command: parses the command line and dispatches to
-// a subcommand. Usage errors exit with 2. Standard output is shared by every
+// a subcommand. Usage errors exit with 2 (printed by rank 0 alone when the
+// process is a rank of a job). Standard output is shared by every
 // subcommand, so whether it was written completely is checked once, here:
 // a failed write or close (a full disk, `> /dev/full`) exits with 1.
 #include "CommandSupport.h"
@@ -54,7 +55,10 @@ int main(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    int code = app.exit(e);
+    // A bad flag is the same on every rank of a job (mpirun, srun): said by rank 0 alone.
+    const netc::LaunchResult launch = netc::launchFromEnvironment();
+    const bool otherRank = launch.ok() && launch.launch.rank > 0 && e.get_exit_code() != 0;
+    int code = otherRank ? e.get_exit_code() : app.exit(e);
     exitCode = code == 0 ? 0 : netc::cli::kUsageError;
   }
   return finishStandardOutput(exitCode);

@@ -2,6 +2,8 @@
 // training summary for `netc train`.
 #include "ProgressPrinter.h"
 
+#include "support/PrintableText.h"
+
 #include "support/Statistics.h"
 
 #include <algorithm>
@@ -133,8 +135,11 @@ std::string trainSummary(const TrainResult &r) {
   out += fmt::format("\nbest epoch {}\n", r.bestEpoch);
   if (r.estimate)
     out += estimateComparison(r);
-  out += fmt::format("saved {}/last.safetensors, {}/best.safetensors, {}/metrics.jsonl\n", r.outDir, r.outDir,
-                     r.outDir);
+  std::string saved;
+  for (const std::string &file : r.savedFiles)
+    saved += (saved.empty() ? "" : ", ") + printableText(file);
+  if (!saved.empty())
+    out += "saved " + saved + "\n";
   return out;
 }
 

@@ -10,14 +10,21 @@
 // second Ctrl-C ends the process at once, removing the temporaries of any
 // write in progress. As a rank of a data-parallel job (`--ranks N`, mpirun,
 // srun) only rank 0 prints progress and results; the others print only their
-// own errors. SIGUSR1 (what mpirun forwards) stops a job as Ctrl-C does, and
-// its ranks agree on the step; a rank sent SIGTERM (by mpirun when another
-// rank died, by Slurm at a time limit) says so first.
+// own errors. SIGUSR1 (what mpirun forwards; Slurm's --signal=USR1@T) and
+// SIGHUP (the terminal closed) stop a run as Ctrl-C does, and a job's ranks
+// agree on the step and on the exit status (128 + the signal, whichever rank
+// got it); a rank sent SIGTERM (by mpirun when another rank died, by Slurm at
+// a time limit) says so first. Only a second Ctrl-C ends the process at once:
+// a repeated SIGTERM (Slurm sends two) is the same stop. When the process
+// ends at once it says what is on disk and how to continue from it.
 #include "CommandSupport.h"
+#include "JobReport.h"
 #include "ProgressPrinter.h"
 #include "RankLauncher.h"
 
 #include "netc/Training.h"
+#include "runtime/comm/Launch.h"
+#include "support/PrintableText.h"
 
 #include <atomic>
 #include <csignal>
@@ -47,11 +54,34 @@ char gTerminatedNote[256] = "";
 std::atomic<bool> gEnding{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
 
+/// What is on disk, for a process that ends at once: "netc: X holds the run
+/// after step S; continue with: ..." once a checkpoint exists. Two buffers,
+/// the one being rewritten never the one a signal handler may read.
+char gOnDisk[2][8192] = {"", ""};
+std::atomic<int> gOnDiskCurrent{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+
+void setOnDiskNote(const std::string &note) {
+  const int next = 1 - gOnDiskCurrent.load();
+  const size_t n = std::min(note.size(), sizeof gOnDisk[next] - 1);
+  std::memcpy(gOnDisk[next], note.data(), n);
+  gOnDisk[next][n] = '\0';
+  gOnDiskCurrent = next;
+}
+
 extern "C" void onStopSignal(int signal) {
-  if (gStopSignal != 0) { // the second one: stop at once
+  if (gStopSignal != 0) {
+    // A repeated SIGTERM (Slurm sends two), SIGUSR1 or SIGHUP is the same
+    // stop, under way; only a second Ctrl-C ends the process at once.
+    if (signal != SIGINT)
+      return;
     removeTrainingTemporaries();
-    static const char message[] = "\nnetc: interrupted again: stopped at once, without saving\n";
+    static const char message[] = "\nnetc: interrupted again: stopped at once, without saving where the run "
+                                  "stands\n";
     [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
+    const char *onDisk = gOnDisk[gOnDiskCurrent.load()];
+    if (onDisk[0] != '\0')
+      written = ::write(STDERR_FILENO, onDisk, std::strlen(onDisk));
     ::_exit(128 + signal);
   }
   if (signal == SIGTERM && gTerminatedNote[0] != '\0' && !gEnding) {
@@ -60,7 +90,8 @@ extern "C" void onStopSignal(int signal) {
   gStopSignal = signal;
 }
 
-/// Routes SIGINT, SIGTERM and SIGUSR1 to onStopSignal while it lives.
+/// Routes SIGINT, SIGTERM, SIGUSR1 and SIGHUP to onStopSignal while it
+/// lives (SIGHUP only where it is not ignored: under nohup the run goes on).
 class StopSignals {
 public:
   StopSignals() {
@@ -68,56 +99,43 @@ public:
     action.sa_handler = onStopSignal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART; // writes in progress carry on
-    for (size_t i = 0; i < std::size(kSignals); ++i)
-      sigaction(kSignals[i], &action, &old_[i]);
+    for (size_t i = 0; i < std::size(kSignals); ++i) {
+      struct sigaction current {};
+      sigaction(kSignals[i], nullptr, &current);
+      installed_[i] = !(kSignals[i] == SIGHUP && current.sa_handler == SIG_IGN);
+      if (installed_[i])
+        sigaction(kSignals[i], &action, &old_[i]);
+    }
   }
   ~StopSignals() {
     for (size_t i = 0; i < std::size(kSignals); ++i)
-      sigaction(kSignals[i], &old_[i], nullptr);
+      if (installed_[i])
+        sigaction(kSignals[i], &old_[i], nullptr);
   }
   StopSignals(const StopSignals &) = delete;
   StopSignals &operator=(const StopSignals &) = delete;
 
 private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGUSR1};
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
   struct sigaction old_[std::size(kSignals)]{};
+  bool installed_[std::size(kSignals)]{};
 };
 
-/// `word` as one shell word (single-quoted when it needs to be).
-std::string shellWord(const std::string &word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                              "-_./=:,+@%") == std::string::npos)
-    return word;
-  std::string quoted = "'";
-  for (char c : word)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-/// The command line that continues an interrupted run: this one without
-/// --overwrite, --resume, --init-from and --init-skip, plus --resume CKPT.
-std::string resumeCommand(const std::vector<std::string> &commandLine, const std::string &checkpoint) {
-  std::string out;
-  bool skipValues = false; // after --init-skip: its values, up to the next flag
-  for (size_t i = 0; i < commandLine.size(); ++i) {
-    const std::string &word = commandLine[i];
-    if (skipValues && !word.empty() && word[0] != '-')
-      continue;
-    skipValues = false;
-    if (word == "--overwrite" || word.starts_with("--resume=") || word.starts_with("--init-from=") ||
-        word.starts_with("--init-skip="))
-      continue;
-    if (word == "--resume" || word == "--init-from") {
-      ++i; // and its value
-      continue;
-    }
-    if (word == "--init-skip") {
-      skipValues = true;
-      continue;
-    }
-    out += (out.empty() ? "" : " ") + shellWord(word);
-  }
-  return out + " --resume " + shellWord(checkpoint);
+/// The command that continues the run from `checkpoint`: this one without
+/// --overwrite, --resume, --init-from and --init-skip, plus --resume CKPT,
+/// started as this process was: under the user's mpirun or srun with its
+/// ranks (a netc launcher's arguments already hold --ranks or --gpus).
+std::string resumeCommand(const std::vector<std::string> &commandLine, const std::string &checkpoint,
+                          const Launch &launch) {
+  comm::LaunchInfo info;
+  info.size = launch.size;
+  info.launcher = launch.launcher;
+  info.launcherPid = launch.launcherPid;
+  std::string out = comm::relaunchPrefix(info);
+  const std::vector<std::string> words = resumeArguments(commandLine, checkpoint);
+  for (size_t i = 0; i < words.size(); ++i)
+    out += (i == 0 ? "" : " ") + shellWord(words[i]);
+  return out;
 }
 
 struct TrainArgs {
@@ -141,8 +159,11 @@ struct TrainArgs {
 class TrainPrinter final : public TrainListener {
 public:
   /// `quiet`: only the final summary; `silent`: nothing (the ranks but 0).
-  TrainPrinter(bool quiet, bool silent, ProgressStyle style)
-      : quiet_(quiet || silent), silent_(silent), progress_(silent ? ProgressStyle::None : style) {}
+  /// `commandLine` and `launch`: for the command that continues the run.
+  TrainPrinter(bool quiet, bool silent, ProgressStyle style, const std::vector<std::string> &commandLine,
+               const Launch &launch)
+      : quiet_(quiet || silent), silent_(silent), progress_(silent ? ProgressStyle::None : style),
+        commandLine_(commandLine), launch_(launch) {}
   /// A rank of a job stops on signals from the start: its launcher's
   /// SIGTERM must leave it the time to say why it ends.
   void catchSignalsNow() {
@@ -153,10 +174,11 @@ public:
     // Training starts now: from here on Ctrl-C stops it cleanly (before, it
     // ends the process, which has written nothing yet).
     catchSignalsNow();
+    reportToLauncher(launch_, "training");
     if (quiet_)
       return;
-    for (const std::string &line : lines)
-      std::printf("%s\n", line.c_str());
+    for (const std::string &line : lines) // they name the user's files
+      std::printf("%s\n", printableText(line).c_str());
     std::fflush(stdout);
   }
   void onProgress(const TrainProgress &p) override {
@@ -174,15 +196,21 @@ public:
     if (silent_)
       return;
     progress_.clear();
-    std::fprintf(stderr, "netc: hint: %s\n", hint.c_str());
+    std::fprintf(stderr, "netc: hint: %s\n", printableText(hint).c_str());
   }
+  void onCheckpoint(const std::string &path, int64_t step) override {
+    setOnDiskNote(fmt::format("netc: {} holds the run after step {}; continue with: {}\n",
+                              printableText(path), step, resumeCommand(commandLine_, path, launch_)));
+    reportToLauncher(launch_, fmt::format("checkpoint {} {}", step, path));
+  }
+  int stopReason() override { return gStopSignal; }
   bool stopRequested() override {
     if (gStopSignal == 0)
       return false;
     if (!stopAnnounced_ && !silent_) {
       progress_.clear();
-      std::fprintf(stderr, "netc: stopping: saving the run where it stands (%s again to stop at once)\n",
-                   gStopSignal == SIGINT ? "Ctrl-C" : "the signal");
+      std::fprintf(stderr, "netc: stopping: saving the run where it stands%s\n",
+                   gStopSignal == SIGINT ? " (Ctrl-C again to stop at once)" : "");
       stopAnnounced_ = true;
     }
     return true;
@@ -191,12 +219,15 @@ public:
 private:
   bool quiet_, silent_;
   ProgressPrinter progress_;
+  const std::vector<std::string> &commandLine_;
+  const Launch &launch_;
   std::optional<StopSignals> signals_;
   bool stopAnnounced_ = false;
 };
 
 /// Says where an interrupted run stopped and how to continue it.
-void reportInterrupted(const TrainResult &r, const std::vector<std::string> &commandLine) {
+void reportInterrupted(const TrainResult &r, const std::vector<std::string> &commandLine,
+                       const Launch &launch) {
   const std::string where = r.stoppedSample >= r.epochSamples
                                 ? fmt::format("after epoch {}", r.stoppedEpoch)
                                 : fmt::format("in epoch {} after {} of its {} samples", r.stoppedEpoch,
@@ -207,8 +238,8 @@ void reportInterrupted(const TrainResult &r, const std::vector<std::string> &com
     return;
   }
   std::fprintf(stderr, "netc: interrupted %s (step %lld); saved %s\nnetc: continue with: %s\n", where.c_str(),
-               static_cast<long long>(r.steps), r.checkpoint.c_str(),
-               resumeCommand(commandLine, r.checkpoint).c_str());
+               static_cast<long long>(r.steps), printableText(r.checkpoint).c_str(),
+               resumeCommand(commandLine, r.checkpoint, launch).c_str());
 }
 
 /// Parses the flags given as names (--optimizer, --schedule, --init,
@@ -245,25 +276,33 @@ std::optional<std::string> parseSettingTexts(TrainArgs &args) {
 }
 
 int runTrain(TrainArgs &args) {
-  if (!readFileOrReport(args.file)) // NS0001, exit 2 like check/show/fmt/compile (docs/cli.md)
+  if (!readFileOrReport(args.file, args.settings.maxSourceBytes)) // NS0001, exit 2 (docs/cli.md)
     return kUsageError;
-  if (auto problem = parseSettingTexts(args)) {
-    std::fprintf(stderr, "netc: error: %s\n", problem->c_str());
-    return kUsageError;
-  }
   TrainSettings &s = args.settings;
+  // --gpus N trains on GPUs or not at all: a rank of such a job never falls
+  // back to the CPU (--device auto would, silently).
+  if (args.ranks.gpus > 0 && (s.device.empty() || s.device == "auto"))
+    s.device = "cuda";
   // --ranks N: start the job (this process then only waits for it), or
   // this process's place in one.
   if (auto done = settleLaunch(args.ranks, s.device, s.threads, args.commandLine, s.launch))
     return *done;
   const bool rankZero = s.launch.rank == 0;
+  if (auto problem = parseSettingTexts(args)) {
+    if (rankZero) // the same flags on every rank: said once
+      printError(*problem);
+    reportToLauncher(s.launch, fmt::format("ended {} {}", int(kUsageError), kEndedFailed));
+    return kUsageError;
+  }
   if (s.launch.size > 1)
     std::snprintf(
         gTerminatedNote, sizeof gTerminatedNote,
         "netc: rank %d of %d: SIGTERM: stopping with the other ranks at the next step they agree on (%s "
         "sends it to every rank when one of them dies or fails, and its message names that rank)\n",
         s.launch.rank, s.launch.size,
-        s.launch.launcher == "netc" ? "the netc that started the ranks" : "mpirun");
+        s.launch.launcher == "netc"   ? "the netc that started the ranks"
+        : s.launch.launcher == "srun" ? "Slurm (a time limit, scancel) or srun"
+                                      : "mpirun");
   s.learningRate = args.learningRate;
   s.seed = args.seed;
   s.logEvery = args.logEvery.value_or(0); // 0: the backend's choice
@@ -273,7 +312,7 @@ int runTrain(TrainArgs &args) {
                                        : Task::Regression;
   }
   ProgressStyle style = parseProgressStyle(args.progress, stderr);
-  TrainPrinter printer(args.quiet, !rankZero, style);
+  TrainPrinter printer(args.quiet, !rankZero, style, args.commandLine, s.launch);
   if (s.launch.size > 1)
     printer.catchSignalsNow();
   TrainResult r = trainNetwork(args.file, s, &printer);
@@ -283,17 +322,23 @@ int runTrain(TrainArgs &args) {
   if (!r.ok()) {
     // An error every rank agreed on is printed once; a rank's own, by it.
     if (rankZero || !r.errorOnEveryRank)
-      std::fprintf(stderr, "netc: error: %s\n", r.error.c_str());
-    return r.failure == FailureKind::Usage ? kUsageError : kInputError;
+      printError(r.error);
+    const int code = r.failure == FailureKind::Usage ? kUsageError : kInputError;
+    reportToLauncher(s.launch, fmt::format("ended {} {}", code, r.lostRank ? kEndedLostRank : kEndedFailed));
+    return code;
   }
+  // 128 + the signal that stopped the job, whichever rank got it.
+  const int stopSignal = r.stopReason != 0 ? r.stopReason : gStopSignal.load();
   if (r.interrupted) {
+    reportToLauncher(s.launch, fmt::format("ended {} {}", 128 + stopSignal, kEndedStopped));
     // Rank 0 saved the run and reports; the others' part ended cleanly
     // (a non-zero status would make mpirun end rank 0 before it reports).
     if (!rankZero)
       return kSuccess;
-    reportInterrupted(r, args.commandLine);
-    return 128 + gStopSignal;
+    reportInterrupted(r, args.commandLine, s.launch);
+    return 128 + stopSignal;
   }
+  reportToLauncher(s.launch, fmt::format("ended {} {}", int(kSuccess), kEndedOk));
   if (!rankZero)
     return kSuccess;
   std::printf("%s", trainSummary(r).c_str());
@@ -357,6 +402,7 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                    "printed; Azure: blank)");
   addThreadsOption(*cmd, s.threads);
   addMaxMemoryOption(*cmd, s.maxMemory);
+  addMaxSourceSizeOption(*cmd, s.maxSourceBytes);
   cmd->add_option("--normalize", args->normalize,
                   "Feature normalizer: minmax (Azure's default, per feature), global-minmax, gaussian, "
                   "scale:S (x / S, e.g. scale:255 for 8-bit pixels) or none (default: minmax; with --resume "
@@ -398,6 +444,12 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   cmd->add_flag("--data-on-device", s.dataOnDevice,
                 "Load the training set into GPU memory once and gather each batch there (CUDA only)");
   addCpuIsaOption(*cmd, s.cpuIsa);
+  addIntegerOption(
+      *cmd, "--checkpoint-every", s.checkpointEvery, int64_t{1}, kMaxInt64,
+      "Also save last.safetensors (resumable exactly, mid-epoch) every STEPS training steps, so that "
+      "a stopped or restarted job loses little (default: at each epoch's end only)")
+      ->type_name("STEPS")
+      ->default_str("");
   addIntegerOption(*cmd, "--log-every", args->logEvery, int64_t{1}, kMaxInt64,
                    "Read the loss and accuracy from the backend, report progress and check for divergence "
                    "every N steps (default: the backend's choice, 1 on the CPU)");
@@ -406,6 +458,7 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
       ->type_name("MB")
       ->capture_default_str();
   addRanksOption(*cmd, args->ranks);
+  addRestartOption(*cmd, args->ranks);
   cmd->add_option("--comm-timeout", s.commTimeout,
                   "Seconds any rank waits for the others before naming the rank that did not answer")
       ->type_name("SECONDS")

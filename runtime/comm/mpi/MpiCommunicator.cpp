@@ -24,12 +24,15 @@
 
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sched.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace netc::comm {
@@ -79,7 +82,7 @@ public:
   int size() const override { return size_; }
   int localRank() const override { return localRank_; }
   int localSize() const override { return localSize_; }
-  bool failed() const { return !failure_.empty(); }
+  bool failed() const override { return !failure_.empty(); }
 
   Expected<int64_t> startAllReduce(void *data, int64_t count, DataType type, ReduceOp op,
                                    std::string_view what) override {
@@ -395,6 +398,53 @@ void finalizeAtExit() {
     MPI_Finalize();
 }
 
+/// Under srun without PMIx, what to do (Debian's Open MPI joins a Slurm
+/// job only through PMIx); empty otherwise.
+std::string pmixHint(const LaunchInfo &launch) {
+  return launch.launcher == "srun" && !launch.pmix
+             ? "srun started this task without PMIx (PMIX_RANK is not set), and Debian's Open MPI joins a "
+               "Slurm job only through it: run srun --mpi=pmix"
+             : "";
+}
+
+/// Ends the process when MPI_Init has not returned within the timeout: it
+/// waits for every rank of the job to start MPI, and a rank that exited
+/// before (a wrapper that exits 0, `netc check` started as a rank) would make
+/// it wait forever. Nothing can interrupt MPI_Init, so the watchdog says why
+/// and exits.
+class JoinWatchdog {
+public:
+  JoinWatchdog(const LaunchInfo &launch, double seconds) {
+    message_ = fmt::format(
+        "netc: error: {}: joining the job (MPI_Init) did not complete within --comm-timeout {:g} s: a rank "
+        "did not start netc train's MPI (it exited first, or runs another program); start every rank with "
+        "the same netc command{}{}\n",
+        rankName(launch.rank, launch.size), seconds, pmixHint(launch).empty() ? "" : "; ", pmixHint(launch));
+    thread_ = std::thread([this, seconds] {
+      std::unique_lock lock(mutex_);
+      if (!done_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return joined_; })) {
+        [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, message_.data(), message_.size());
+        std::_Exit(1);
+      }
+    });
+  }
+  ~JoinWatchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      joined_ = true;
+    }
+    done_.notify_all();
+    thread_.join();
+  }
+
+private:
+  std::string message_;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool joined_ = false;
+  std::thread thread_;
+};
+
 Communicator *create(const LaunchInfo &launch, const CommOptions &options, std::string &error) {
   if (gCommunicator)
     return gCommunicator;
@@ -408,8 +458,14 @@ Communicator *create(const LaunchInfo &launch, const CommOptions &options, std::
     // beyond; the user's own choice wins. Small all-reduces do not use it.
     setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", launch.size <= 8 ? "1" : "3", /*overwrite=*/0);
     int provided = 0;
-    if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); code != MPI_SUCCESS) {
-      error = "MPI_Init failed: " + mpiError(code);
+    int code = MPI_SUCCESS;
+    {
+      JoinWatchdog watchdog(launch, options.timeoutSeconds);
+      code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    }
+    if (code != MPI_SUCCESS) {
+      error =
+          "MPI_Init failed: " + mpiError(code) + (pmixHint(launch).empty() ? "" : "; " + pmixHint(launch));
       return nullptr;
     }
     std::atexit(finalizeAtExit);
@@ -419,9 +475,10 @@ Communicator *create(const LaunchInfo &launch, const CommOptions &options, std::
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank != launch.rank || size != launch.size) {
-    error = fmt::format("MPI says this process is rank {} of {}, but its environment said {} ({}): is netc's "
-                        "MPI the launcher's (Open MPI)?",
-                        rank, size, rankName(launch.rank, launch.size), launch.launcher);
+    error =
+        fmt::format("MPI says this process is rank {} of {}, but its environment said {} ({}): {}", rank,
+                    size, rankName(launch.rank, launch.size), launch.launcher,
+                    pmixHint(launch).empty() ? "is netc's MPI the launcher's (Open MPI)?" : pmixHint(launch));
     return nullptr;
   }
   MPI_Comm data = MPI_COMM_NULL, side = MPI_COMM_NULL, node = MPI_COMM_NULL;
