@@ -4,9 +4,13 @@
 # checks and shows the seed network (examples/mnist.net), trains it on the
 # CPU with settings that learn (README, docs/training.md: Azure's default
 # diameter 0.1 sits at chance for this all-sigmoid network), then evaluates
-# the final checkpoint on the 1,996 test digits and classifies them.
+# the final checkpoint on the 1,996 test digits and classifies them, and
+# ends by saying where netc is and how to install it. It installs only what
+# this needs (scripts/setup.sh without options): no LLVM (netc build) and no
+# Open MPI (several ranks) unless they are already there; it says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 scripts/setup.sh
 scripts/prepare_mnist.sh
 scripts/build.sh build -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF
@@ -27,3 +31,16 @@ echo "\$ netc predict examples/mnist.net --weights runs/mnist/last.safetensors d
   >runs/mnist/predictions.txt
 head -n 3 runs/mnist/predictions.txt
 echo "... (all 1,996 predictions in runs/mnist/predictions.txt)"
+
+# Where the result is, what this build left out, and how to install it.
+echo
+echo "main.sh: done in $((SECONDS - start)) s. netc is $PWD/$netc ($("$netc" --version))."
+if [[ ! -e build/codegen/llvm/libnetc-llvm.so ]]; then
+  echo "main.sh: built without LLVM 19: no 'netc build' or --emit=llvm; scripts/setup.sh --llvm, then scripts/build.sh, adds them."
+fi
+if [[ ! -e build/runtime/comm/mpi/libnetc-comm-mpi.so ]]; then
+  echo "main.sh: built without Open MPI: one process per run (--gpus still works); scripts/setup.sh --mpi, then scripts/build.sh, adds --ranks."
+fi
+echo "main.sh: to put netc on PATH: cmake --install build --prefix ~/.local  (then ~/.local/bin/netc),"
+echo "         or a Debian package (as root; a second, release build): scripts/setup.sh --deb && scripts/package_deb.sh,"
+echo "         then apt install ./build-package/netc_*_amd64.deb"

@@ -6,7 +6,7 @@
 # CTest, after a bounded libFuzzer run (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test
 # CUDA code (where nvcc is found) for sm_90 only in every tree built here, to
 # keep CI short; the release build compiles sm_80 and sm_90 (cmake/NetcCuda.cmake).
 export CUDAARCHS=${CUDAARCHS:-90}
