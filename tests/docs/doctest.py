@@ -33,6 +33,8 @@ Tolerated differences (both sides are normalised before comparing; nothing else 
     "0:06" / "1:02:03" after "in " or "ETA " reads <time>;
   - speeds: "55835 img/s", "62,043 images/s" read <rate> img/s and <rate> images/s;
   - an estimate's relative error, "error -12.3%", reads error <pct>;
+  - the progress lines netc prints every 10 s when its output is not a terminal
+    ("epoch 3/40: batch 124/251, loss ..., ETA 2:22") are dropped: they come with slowness;
   - the absolute paths of the scratch folder, the build folder and the repository read <scratch>,
     <build> and <repo> in netc's output (an example may write those placeholders).
 
@@ -122,8 +124,12 @@ class Normaliser:
         s = re.sub(r"\berror [-+]?\d+(?:\.\d+)?%", "error <pct>", s)
         return s.rstrip()
 
+    # The plain progress line netc prints every 10 s when its output is not a terminal: whether
+    # it appears depends on the machine's speed.
+    PROGRESS = re.compile(r"^epoch \d+/\d+: batch \d+/\d+, loss .*, ETA .*$")
+
     def text(self, lines):
-        out = [self.line(x) for x in lines]
+        out = [self.line(x) for x in lines if not self.PROGRESS.match(x)]
         while out and out[-1] == "":
             out.pop()
         return out
