@@ -1,4 +1,4 @@
-// AotBuild.h -- the LLVM plugin seen from netc (DESIGN.md §7): loading
+// AotBuild.h -- the LLVM plugin seen from netc (docs/codegen.md): loading
 // libnetc-llvm.so on demand (its absence, or libLLVM's, is a located
 // message, never a failure to start), `netc build` (buildLibrary in
 // include/netc/Training.h: AotBuild.cpp) and `netc compile --emit=llvm`.

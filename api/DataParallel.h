@@ -1,5 +1,5 @@
 // DataParallel.h -- the steps of trainNetwork that make one process a rank
-// of a data-parallel job (DESIGN.md §6): joining the job's communicator (the
+// of a data-parallel job (docs/architecture.md §Data parallelism): joining the job's communicator (the
 // local one for a single process, which needs no MPI), settling the batch of
 // each rank (a resumed run keeps its global batch), the agreements that
 // every rank prepared the same run (each side's failure or fingerprint:

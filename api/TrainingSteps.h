@@ -155,7 +155,7 @@ Step<CompiledNetwork> compileNetwork(const std::string &netPath, const TrainSett
                                      const TrainingData &data, std::string &diagnostics);
 
 /// Defaults that depend on the task: Azure ML's Neural Network Regression
-/// module's learning rate is 0.005 (NETSHARP §10), for SGD without --lr.
+/// module's learning rate is 0.005 (docs/training.md, Defaults), for SGD without --lr.
 void applyTaskDefaults(RunSettings &run, const TrainSettings &s, Task task);
 
 // ---- 5. the plan ----------------------------------------------------------------------

@@ -4,7 +4,7 @@
 What it is for: measuring how long the whole process `netc check FILE` takes on
 the seed network (examples/mnist.net) and on generated networks of 1,000 to
 10,000 layers (bench/gen_networks.py), and whether the cost grows linearly with
-the number of layers. DESIGN.md section 9: performance is measured by
+the number of layers. docs/architecture.md §Performance measurement: performance is measured by
 benchmarks, never by timed tests; report medians and the exact command.
 
 Method:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency of `netc lsp` as an editor sees it: didChange -> publishDiagnostics, hover, completion.
 
-What it is for: the editor goal of DESIGN.md / issue 4 -- diagnostics within 50 ms (95th percentile)
+What it is for: the editor goal of issue 4 -- diagnostics within 50 ms (95th percentile)
 of an edit on a 1,000-line file. For each file (the seed network examples/mnist.net, and a
 1,000-line chain of layers written by bench/gen_networks.py) it starts `netc lsp`, opens the file,
 then:

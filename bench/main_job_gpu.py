@@ -42,7 +42,7 @@ What the PyTorch side copies from netc, so that it is the same job:
     T = --epochs and t = epoch + (samples of the epoch before this step) / 8004, rounded to float32;
   * SGD with momentum 0.9 (runtime/optim/UpdateMath.h: v = mu v + g; w -= lr v, PyTorch's form),
     batches of 32 with a last batch of 8004 mod 32 = 4 (251 steps an epoch, 10,040 in all), the
-    mean cross-entropy of the batch (softmax output, NETSHARP D16);
+    mean cross-entropy of the batch (softmax output, docs/language.md §17);
   * after every epoch: the running train loss and accuracy, the test set evaluated in batches of 32
     (netc evaluates at --batch, runtime/train/Trainer.cpp), and the checkpoints written (last every
     epoch, best when the test accuracy improves; torch.save of the model and optimizer state,

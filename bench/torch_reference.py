@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The reference side of the netc-vs-PyTorch benchmark: two Net# example networks written by hand in PyTorch.
 
-What it is for: DESIGN.md section 9 measures netc's training and inference throughput
+What it is for: docs/architecture.md §Performance measurement measures netc's training and inference throughput
 against "the same network in PyTorch". This script is that PyTorch network, for
   * `--net seed`:   examples/mnist.net (the seed network, 127,495 parameters), and
   * `--net lenet5`: examples/lenet5.net (a LeNet-5-like convnet, 61,706 parameters),
@@ -15,7 +15,7 @@ inputs of the right shape with random labels, and prints one JSON object:
 
 bench/compare_torch.py runs it next to `netc bench` and prints the ratios.
 
-Equivalence with the Net# files (NETSHARP.md sections 6.3 and 13):
+Equivalence with the Net# files (docs/language.md §11):
   seed (examples/mnist.net), input 784 features = one 28x28 map:
     Conv1  Conv2d(1 -> 5, kernel 4, stride 2), sigmoid. Net# unpadded geometry (D7):
            N = (28-4)/2+1 = 13; r = (28-4) mod 2 = 0 uncovered rows/columns, so no crop.
@@ -78,11 +78,11 @@ import torch.nn.functional as F
 
 EXPECTED_PARAMS = {"seed": 127495, "lenet5": 61706}
 NET_FILES = {"seed": "examples/mnist.net", "lenet5": "examples/lenet5.net"}
-INIT_DIAMETER = 0.1  # NETSHARP.md D15: uniform in [-d/2, +d/2]
+INIT_DIAMETER = 0.1  # docs/language.md §17: uniform in [-d/2, +d/2]
 
 
 def unpadded_out(size, kernel, stride):
-    """Net# unpadded geometry (NETSHARP.md D7): node count and low-end offset of the first kernel."""
+    """Net# unpadded geometry (docs/language.md §11.2): node count and low-end offset of the first kernel."""
     n = (size - kernel) // stride + 1
     r = (size - kernel) % stride
     return n, r // 2

@@ -1,4 +1,4 @@
-# NetcCuda.cmake -- whether and how the CUDA backend is built (DESIGN.md §6).
+# NetcCuda.cmake -- whether and how the CUDA backend is built (docs/gpu.md).
 # NETC_WITH_CUDA: AUTO (the default) builds it when nvcc is found, ON
 # requires it, OFF leaves it out. Sets NETC_CUDA (ON/OFF) for the rest of
 # the build. The CUDA runtime is linked statically (it finds the driver at

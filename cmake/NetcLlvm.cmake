@@ -1,4 +1,4 @@
-# NetcLlvm.cmake -- LLVM 19 for code generation (codegen/llvm, DESIGN.md §7):
+# NetcLlvm.cmake -- LLVM 19 for code generation (codegen/llvm, docs/codegen.md):
 # NETC_WITH_LLVM is AUTO (build the plugin libnetc-llvm.so when Debian's
 # llvm-19-dev is found), ON (require it) or OFF. Only the plugin links LLVM,
 # through the single shared library target `LLVM`; netc itself never does,

@@ -1,4 +1,4 @@
-// AotLibrary.h -- what `netc build` compiles (DESIGN.md §2, §7): an inference
+// AotLibrary.h -- what `netc build` compiles (docs/codegen.md): an inference
 // Plan with its trained parameters and the checkpoint's normaliser, named for
 // C, and the C interface of the library made from it. The interface (entry
 // points, constants, the scratch size) is defined here once, as text the

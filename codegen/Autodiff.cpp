@@ -1,5 +1,5 @@
 // Autodiff.cpp -- reverse-mode differentiation of a Plan's forward ops
-// (DESIGN.md §5): each forward op kind states its backward once, in the
+// (docs/architecture.md §Autodiff): each forward op kind states its backward once, in the
 // function Ops.def names for it. Walking the forward ops in reverse, every
 // op whose output gradient exists emits the ops that produce the gradients
 // of its inputs: parameter gradients, and layer-value gradients for every

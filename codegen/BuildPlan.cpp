@@ -2,7 +2,7 @@
 // tied group after `share`; a convolution's kernel biases are their own),
 // buffers per layer with their shapes, forward ops per lowered bundle in
 // dependency order with their geometry, the loss op chosen by the output
-// function (NETSHARP §13 D16), then the backward ops (Autodiff.cpp), the flat
+// function (docs/language.md §17), then the backward ops (Autodiff.cpp), the flat
 // arenas and buckets (PlanArenas.cpp), one fused update op, and memory
 // planning (PlanMemory.cpp).
 #include "codegen/Codegen.h"

@@ -1,5 +1,5 @@
 // Codegen.h -- builds the Plan of a checked network: forward ops per lowered
-// bundle, the loss of NETSHARP §13 D16, the backward ops derived by
+// bundle, the loss of docs/language.md §17, the backward ops derived by
 // Autodiff.cpp, the fused update op, then the flat arenas and buckets
 // (PlanArenas.cpp) and memory planning (PlanMemory.cpp). Only a network
 // without errors can be planned.

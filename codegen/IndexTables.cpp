@@ -1,5 +1,5 @@
 // IndexTables.cpp -- builds the gather/scatter/window/CSR tables of lowered
-// bundles from the geometry computed by the passes (NETSHARP §13 D7-D9):
+// bundles from the geometry computed by the passes (docs/language.md §11.2-§11.5):
 // along dimension d, kernel position j covers source coordinates
 // offset + j·S + c for c < K (outside [0, I) is a dummy cell), and the
 // destination coordinate of map m_d at position j_d is m_d·N[d] + j_d.
@@ -86,7 +86,7 @@ WindowTables windowTables(const ir::Bundle &bundle) {
   for (size_t d = 0; d < rank; ++d) {
     counts[d] = g.dims[d].count;
     kernel[d] = g.dims[d].kernel;
-    centreCell[d] = (g.dims[d].kernel - 1) / 2; // the central node (NETSHARP §6.3): K/2 − 1 for even K
+    centreCell[d] = (g.dims[d].kernel - 1) / 2; // centre (docs/language.md §11.3): K/2 − 1 for even K
   }
   WindowTables t;
   t.window.reserve(static_cast<size_t>(g.outputNodes * g.kernelSize));

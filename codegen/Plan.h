@@ -1,4 +1,4 @@
-// Plan.h -- the executable form of a network (DESIGN.md §2, §5, §6): ordered
+// Plan.h -- the executable form of a network (docs/architecture.md §The Plan): ordered
 // forward, loss, backward and update ops over buffers whose sizes and places
 // memory planning has assigned. A Plan is backend-neutral data: it names no
 // device, holds no pointers, and carries everything a backend needs -- the
@@ -103,7 +103,7 @@ struct DenseAttrs {
 struct SparseAttrs {
   int64_t inputs = 0, outputs = 0, edges = 0;
 };
-/// One dimension of a windowed op's geometry (NETSHARP §13): the source
+/// One dimension of a windowed op's geometry (docs/language.md §11): the source
 /// extent, the kernel and stride, the dummy cells before and after the
 /// source (padding), the source coordinate of the first window's first cell,
 /// the windows along it, and (convolution) its map count and sharing.

@@ -1,4 +1,4 @@
-// PlanArenas.cpp -- lays out the flat arenas (DESIGN.md §6): parameters,
+// PlanArenas.cpp -- lays out the flat arenas (docs/architecture.md §The Plan): parameters,
 // their gradients and each optimizer state slot are three (or more) arenas
 // with one layout, so the fused update op is one loop over all of them and a
 // data-parallel run all-reduces contiguous ranges. Parameters are ordered by

@@ -1,5 +1,5 @@
 // PlanCommunication.cpp -- places the communication ops of a data-parallel
-// plan (DESIGN.md §6). Synchronous SGD: an all-reduce of each gradient
+// plan (docs/architecture.md §Data parallelism). Synchronous SGD: an all-reduce of each gradient
 // bucket right after the backward op that finishes it (Bucket::readyAfter),
 // so the exchange runs while the backward pass goes on, and one wait as the
 // last op of the backward range, before the update. Local SGD: after the

@@ -1,4 +1,4 @@
-// PlanMemory.cpp -- memory planning (DESIGN.md §2, §6): every batch-scaled
+// PlanMemory.cpp -- memory planning (docs/architecture.md §Memory planning): every batch-scaled
 // buffer gets an offset in the activation arena (in elements per sample; the
 // backend multiplies by its batch), a multiple of kAlignElements so that it
 // starts 256-byte aligned at any batch. A buffer lives from the first op

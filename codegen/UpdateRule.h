@@ -1,4 +1,4 @@
-// UpdateRule.h -- what a Plan's fused update op computes (DESIGN.md §6): the
+// UpdateRule.h -- what a Plan's fused update op computes (docs/architecture.md §The Plan): the
 // optimizer (codegen/Optimizers.def) and its hyperparameters, and the layout
 // of the small per-step scalars buffer the host writes before each step
 // (learning rate, step count, Adam's bias corrections, the loss scale and the

@@ -1,6 +1,6 @@
 // NetSharp.g4 -- the ANTLR4 grammar of Net#, the network description language
-// of Azure Machine Learning Studio, as netc accepts it (NETSHARP.md sections
-// 3-7 and the normative decisions of section 13).
+// of Azure Machine Learning Studio, as netc accepts it (docs/language.md, which
+// also lists where netc departs from the original).
 //
 // The grammar is deliberately a little wider than the language: where a user
 // is likely to misspell a keyword (statement keywords, output functions, bundle

@@ -1,4 +1,4 @@
-// CheckStructure.cpp -- the whole-network rules of NETSHARP §1.1 and D13:
+// CheckStructure.cpp -- the whole-network rules of docs/language.md §6.6 and §8:
 // one output, at least one input, bundles only into trainable layers, no
 // self-bundles, the output never a source, no cycles (the error shows the
 // cycle, with a note at each link), and warnings for hidden layers that do

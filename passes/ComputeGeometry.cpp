@@ -1,5 +1,5 @@
 // ComputeGeometry.cpp -- checks the attributes of convolve, pool and norm
-// bundles and computes their geometry (NETSHARP §6.3-6.5, D7-D9): arity,
+// bundles and computes their geometry (docs/language.md §11-§13): arity,
 // kernel/stride/pad bounds, broadcasting of Padding/Sharing/MapCount, the
 // node count N[d] and first-kernel offset per dimension, map and kernel
 // counts, and the match of InputShape and output count with the layers.

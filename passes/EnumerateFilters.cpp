@@ -1,6 +1,6 @@
 // EnumerateFilters.cpp -- counts the edges of every `where` bundle by testing
 // its predicate on each (source, destination) coordinate pair of the
-// declared shapes (NETSHARP §6.2, D3). A budget on the number of pairs keeps a
+// declared shapes (docs/language.md §10). A budget on the number of pairs keeps a
 // predicate over huge layers from running for hours: past it, the bundle is
 // a located error. A predicate that fails on some pair (division by zero,
 // overflow) is reported at the failing sub-expression with the coordinates.

@@ -1,4 +1,4 @@
-// LowerBundles.cpp -- bundle lowering (DESIGN.md §5): maps every valid bundle
+// LowerBundles.cpp -- bundle lowering (docs/architecture.md §Bundle lowering): maps every valid bundle
 // to the canonical kernel the backends implement, chosen from its geometry,
 // and records the sizes of the grouped matrix products it becomes. A
 // convolution whose dimension 0 spans all input maps is an ordinary

@@ -1,4 +1,4 @@
-// ResolveShares.cpp -- weight tying (NETSHARP §7, D14). Each share item names
+// ResolveShares.cpp -- weight tying (docs/language.md §16). Each share item names
 // a tensor: a bundle's weights, a layer's biases, or (layer form) both of a
 // single-bundle layer. Items of one declaration are tied; declarations that
 // overlap merge (union-find). Tied tensors must have the same structure,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_check.sh -- everything netc checks on a GPU, in one command, so the day
-# a GPU machine is lent it all runs the same way (docs/gpu.md, ../GPU.md).
+# a GPU machine is lent it all runs the same way (docs/gpu.md).
 #
 #   scripts/gpu_check.sh bundle [BUILD_DIR [OUT]]
 #     Here (the CUDA toolkit, no GPU needed). Builds netc and the GPU test

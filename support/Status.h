@@ -1,4 +1,4 @@
-// Status.h -- the error tier for environment failures (DESIGN.md §4): files,
+// Status.h -- the error tier for environment failures (docs/architecture.md §Error policy): files,
 // data sets, checkpoints, devices. A Status is ok or carries a message that
 // says what failed and what to do; Expected<T> is a value or such a message.
 // No exception crosses a library boundary, so fallible runtime functions

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_layering.py -- enforces the include rules of DESIGN.md §2-§3:
+"""check_layering.py -- enforces the include rules of docs/architecture.md §Pipeline and layering:
 the compiler side (support, frontend, ir, passes, lsp, grammar) never
 includes runtime headers; only frontend/Parser.cpp sees ANTLR; support and
 ir do not include the front end or passes; the public headers in

@@ -1,5 +1,5 @@
 // CompileObject.h -- a module through LLVM's optimisation pipeline and
-// TargetMachine into a relocatable object (DESIGN.md §7), and the target's
+// TargetMachine into a relocatable object (docs/codegen.md), and the target's
 // choices the emitter needs first (its vector width).
 #pragma once
 

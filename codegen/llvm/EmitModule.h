@@ -1,4 +1,4 @@
-// EmitModule.h -- the LLVM IR of a `netc build` library (DESIGN.md §7): one
+// EmitModule.h -- the LLVM IR of a `netc build` library (docs/codegen.md): one
 // module holding the trained parameters and the index tables as constants,
 // the forward ops specialised to the network's shapes in two forms (a whole
 // vector of samples at a time, and one sample at a time for a batch's

@@ -1,4 +1,4 @@
-// LaneBuilder.h -- the IR building blocks of the AOT emitter (DESIGN.md §7):
+// LaneBuilder.h -- the IR building blocks of the AOT emitter (docs/codegen.md):
 // values of `lanes` samples at once (a float when lanes is 1, else a
 // <lanes x float> vector whose lane j is sample j), the buffers of the lane
 // layout (node i of a batch-scaled buffer at base + i * lanes floats),
@@ -66,7 +66,7 @@ public:
   /// loop can be vectorised (the one-lane form's dot products).
   llvm::Value *reassociable(llvm::Value *value);
 
-  /// e^x, and Net#'s output functions (NETSHARP §5.3) lane by lane.
+  /// e^x, and Net#'s output functions (docs/language.md §7) lane by lane.
   llvm::Value *exp(llvm::Value *x);
   llvm::Value *apply(ir::Activation function, llvm::Value *x);
   /// A libm function of one float (tanhf, log1pf, expf, powf's x with a

@@ -32,7 +32,7 @@ enum class FailureKind { None, Input, Usage };
 /// The update rule (`--optimizer`).
 enum class Optimizer { Sgd, Adam, AdaDelta };
 
-/// How the weights start (`--init`): uniform in ±diameter/2 (NETSHARP D15),
+/// How the weights start (`--init`): uniform in ±diameter/2 (docs/language.md §17),
 /// Xavier/Glorot uniform, or He uniform (for ReLU networks).
 enum class InitKind { Uniform, Xavier, He };
 
@@ -159,7 +159,7 @@ inline constexpr double kDefaultBucketMb = 16;
 inline constexpr double kMaxBucketMb = 1 << 20;
 
 /// Everything `netc train` can set. Defaults follow Azure ML Studio where it
-/// had one (NETSHARP §10): learning rate 0.1, 100 epochs, diameter 0.1,
+/// had one (docs/training.md, Defaults): learning rate 0.1, 100 epochs, diameter 0.1,
 /// momentum 0, min-max normalisation, shuffling, online SGD (batch 1).
 /// trainNetwork checks every value before it reads anything; the messages
 /// name the `netc train` flag.

@@ -1,5 +1,5 @@
 // Communicator.h -- the one interface every parallel scheme moves data
-// through (DESIGN.md §6): ranks, an in-place all-reduce that starts at once
+// through (docs/architecture.md §Data parallelism): ranks, an in-place all-reduce that starts at once
 // and completes at a wait, broadcast, point-to-point send and receive, and a
 // barrier. Implementations: "local" (one process, LocalCommunicator.h) and
 // "mpi" (a plugin library loaded only when more than one rank is asked for,

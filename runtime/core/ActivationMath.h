@@ -1,4 +1,4 @@
-// ActivationMath.h -- the ten Net# output functions (NETSHARP §5.3) and
+// ActivationMath.h -- the ten Net# output functions (docs/language.md §7) and
 // their derivatives, element-wise, defined once for every backend: templates
 // over the arithmetic type (the CPU's fast kernels use float, its reference
 // kernels double) callable from host and CUDA device code

@@ -1,5 +1,5 @@
 // Backend.h -- the small interface every execution backend implements
-// (DESIGN.md §6): take a Plan and allocate its buffers and arenas, copy
+// (docs/architecture.md §Backends): take a Plan and allocate its buffers and arenas, copy
 // values in and out, run a range of its ops on a batch, fence and
 // synchronise. A training step is one run: everything it needs per step
 // (learning rate, loss scale, ...) is in the plan's step scalars buffer,

@@ -1,5 +1,5 @@
 // WindowMath.h -- the rules of Net#'s pooling and response normalization
-// windows (NETSHARP §6.4-§6.5, §13 D8, D11) that every backend shares,
+// windows (docs/language.md §12-§13) that every backend shares,
 // callable from host and CUDA device code: which cell a max pool picks (the
 // first maximal real cell, so forward and backward agree and ties go where
 // the reference sends them), how many cells of a window are real (dummy

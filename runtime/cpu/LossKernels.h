@@ -1,4 +1,4 @@
-// LossKernels.h -- the three losses of NETSHARP §13 D16 as templates over the
+// LossKernels.h -- the three losses of docs/language.md §17 as templates over the
 // arithmetic type, shared by the fast (float) and reference (double) kernel
 // tables so both report the same metrics. Each writes the gradient of the
 // loss sum times the step's loss scale (1 / the samples of the optimizer

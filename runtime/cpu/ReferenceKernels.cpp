@@ -1,5 +1,5 @@
 // ReferenceKernels.cpp -- the naive reference implementation of every op
-// (DESIGN.md §6, §8): straightforward loops over the definitions, in double,
+// (docs/architecture.md §The CPU backend): straightforward loops over the definitions, in double,
 // with no BLAS, no im2col and no threads; double sums that need an array use
 // the backend's workspace (workspaceBytes). The numeric tests compare the fast
 // kernels against these, and the finite-difference tests check the backward

@@ -1,5 +1,5 @@
 // WindowKernels.h -- pooling and response normalization over the Plan's
-// window tables (NETSHARP §6.4-§6.5, §13 D8, D11) as templates over the
+// window tables (docs/language.md §12-§13) as templates over the
 // accumulation type: the fast table instantiates them with float, the
 // reference table with double. Dummy (padding) cells are skipped: max is
 // over real cells, mean divides by the real cells, and response norm divides

@@ -1,4 +1,4 @@
-// CudaBackend.h -- the CUDA backend (DESIGN.md §6): the same Plan as the CPU
+// CudaBackend.h -- the CUDA backend (docs/gpu.md): the same Plan as the CPU
 // run on one NVIDIA GPU. One device allocation holds the whole plan
 // (runtime/core/MemoryLayout.h) with the derived tables and the loss
 // scratch, so nothing is allocated inside a step; one stream runs the ops

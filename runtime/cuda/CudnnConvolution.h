@@ -2,7 +2,7 @@
 // pure function of its geometry (plan::ConvAttrs::dims), and a host
 // evaluator that computes exactly what cuDNN computes from that
 // description. cuDNN convolves NC(D)HW tensors with symmetric pads; Net#
-// lays out its outputs map-major along each dimension (NETSHARP §13 D9).
+// lays out its outputs map-major along each dimension (docs/language.md §11.5).
 // The forms cuDNN can express:
 //   - ordinary: dimension 0 spans all input maps (K0 = I0), or there is no
 //     map dimension (one input map; every dimension spatial);

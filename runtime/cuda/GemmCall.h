@@ -2,7 +2,7 @@
 // ops (a full bundle's forward pass and its two gradients), as a pure
 // function of the op, the batch and where its buffers are. The Plan's
 // buffers are row-major (sample-major values, destination-major weights,
-// DESIGN.md §5); cuBLAS is column-major, so each op is written as the
+// docs/architecture.md §The Plan); cuBLAS is column-major, so each op is written as the
 // transposed product, which reads the same memory with no copy. gemmOnHost
 // evaluates a call with cuBLAS's exact semantics (column-major, op(A) and
 // op(B), C = alpha op(A) op(B) + beta C, C not read when beta is 0), which is

@@ -1,4 +1,4 @@
-// LossBodies.h -- the CUDA backend's loss kernels (NETSHARP §13 D16), as
+// LossBodies.h -- the CUDA backend's loss kernels (docs/language.md §17), as
 // host/device bodies (ElementBodies.h says how they run): a per-row body
 // writes a sample's gradient row (the gradient of the loss sum times the
 // step's loss scale, 1 / its samples) and that sample's loss and

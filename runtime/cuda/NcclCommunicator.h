@@ -1,4 +1,4 @@
-// NcclCommunicator.h -- NCCL as a Communicator (DESIGN.md §6): the ranks of
+// NcclCommunicator.h -- NCCL as a Communicator (docs/architecture.md §Where CUDA plugs in): the ranks of
 // a GPU job, one GPU each, reduce the gradients in device memory. NCCL is
 // loaded on demand (libnccl.so.2) like cuBLAS and cuDNN, so netc starts
 // without it. The communicator is nonblocking: every wait polls NCCL's

@@ -1,5 +1,5 @@
 // WindowBodies.h -- the CUDA backend's kernels for Net#'s pooling and
-// response normalization (NETSHARP §6.4-§6.5, §13 D8, D11) over the Plan's
+// response normalization (docs/language.md §12-§13) over the Plan's
 // window tables, dummy cells included (-1 entries are skipped; a mean
 // divides by the real cells), as host/device bodies (ElementBodies.h says how
 // they run). Forward bodies compute one output of one sample. Backward bodies

@@ -1,4 +1,5 @@
-// Dataset.h -- the in-memory form every loader produces (DESIGN.md §6, data/):
+// Dataset.h -- the in-memory form every loader produces
+// (docs/architecture.md §Data, optimizers and training):
 // a row-major float matrix of samples × features, one float label per sample,
 // and what is known about the labels and the samples' shape. IDX, CSV and the
 // data-folder loader fill it; the normalizers, the validation split and the

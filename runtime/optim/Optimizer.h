@@ -1,6 +1,7 @@
 // Optimizer.h -- the host side of the training plan's fused update op
-// (DESIGN.md §6): the step over flat float arrays (the loops of the element
-// functions in UpdateMath.h, which device code shares), a naive
+// (docs/architecture.md §Data, optimizers and training): the step over flat
+// float arrays (the loops of the element functions in UpdateMath.h, which
+// device code shares), a naive
 // double-precision reference that the numeric tests compare it against, the
 // per-step scalars the host writes before each step, the per-optimizer state
 // layout (how many zero-initialised float arrays, each the size of the

@@ -1,5 +1,5 @@
 // ModelState.h -- moving a loaded plan's trainable state in and out of a
-// backend: random initialisation (NETSHARP §13 D15 uniform diameter, or
+// backend: random initialisation (docs/language.md §17: uniform diameter, or
 // Xavier / He), and checkpoints -- parameters (named after layers and
 // bundles), optimizer state and training position as a safetensors file,
 // checked against the plan on load so that a checkpoint of another network

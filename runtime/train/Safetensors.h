@@ -1,5 +1,5 @@
 // Safetensors.h -- reading and writing checkpoint files in the safetensors
-// format (DESIGN.md §6): an 8-byte little-endian header length N, N bytes of
+// format (docs/architecture.md §Runtime principles): an 8-byte little-endian header length N, N bytes of
 // UTF-8 JSON mapping each tensor name to {"dtype", "shape", "data_offsets"}
 // (plus an optional "__metadata__" object of string -> string), then the
 // tensors' bytes, contiguous and little-endian. The writer is deterministic and

@@ -1,4 +1,4 @@
-// Trainer.h -- the training loop (DESIGN.md §6): epochs of shuffled
+// Trainer.h -- the training loop (docs/architecture.md §Data, optimizers and training): epochs of shuffled
 // mini-batches prepared on a background thread and written to the backend's
 // two input slots in turn (or, with the training set held on the device,
 // gathered into them there), one Backend::run per micro-batch (forward, loss,

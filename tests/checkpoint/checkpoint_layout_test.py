@@ -87,7 +87,7 @@ class Checkpoint:
 
 
 # ---------------------------------------------------------------------------
-# Networks, described as the .net files say (NETSHARP §6, §13 D4-D9).
+# Networks, described as the .net files say (docs/language.md §8-§15).
 # ---------------------------------------------------------------------------
 
 def product(values):

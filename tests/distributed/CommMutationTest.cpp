@@ -1,5 +1,5 @@
 // CommMutationTest.cpp -- seeded mutants of everything a rank reads from
-// its peers or its launcher (DESIGN.md §4, §8): check-in messages, agreement
+// its peers or its launcher (docs/architecture.md §Error policy): check-in messages, agreement
 // outcomes, all-gathered frames and launch environments (mpirun's, srun's and
 // a netc parent's for --gpus). Each mutant must be
 // read or refused with a message -- never crash, hang or allocate without

@@ -1,4 +1,4 @@
-// ReproducibilityTest.cpp -- DESIGN.md §6: CPU training is bit-reproducible
+// ReproducibilityTest.cpp -- docs/architecture.md §Runtime principles: CPU training is bit-reproducible
 // for a seed and thread count, and a run stopped and resumed from
 // last.safetensors continues bit-identically (parameters, optimizer state,
 // learning-rate schedule, shuffling, best-epoch tracking), compared through

@@ -259,7 +259,7 @@ private:
   size_t checked_ = 0, parseErrors_ = 0, errors_ = 0, formatted_ = 0, failures_ = 0;
 };
 
-/// The corpus itself must compile without even a warning (DESIGN.md §8).
+/// The corpus itself must compile without even a warning (docs/architecture.md §Tests).
 bool checkExamples(const std::vector<Example> &examples) {
   bool ok = true;
   for (const Example &e : examples) {

@@ -1,5 +1,5 @@
 // RuntimeMutationTest.cpp -- seeded mutation tests for everything the
-// runtime reads from disk (DESIGN.md §4, §8): IDX files (raw and gzipped),
+// runtime reads from disk (docs/architecture.md §Error policy): IDX files (raw and gzipped),
 // CSV files (with and without a UTF-8 byte-order mark), PGM and PNG images,
 // netc checkpoints and the JSON metadata inside them, and cost tables
 // (codegen/CostTable.h: as text, and as the files netc calibrate writes). Each

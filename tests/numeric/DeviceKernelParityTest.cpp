@@ -1,5 +1,5 @@
 // DeviceKernelParityTest.cpp -- the CUDA backend's kernels checked without a
-// GPU (DESIGN.md §6, issue "CUDA backend"): its op dispatch (runtime/cuda/
+// GPU (docs/architecture.md §Runtime principles, issue "CUDA backend"): its op dispatch (runtime/cuda/
 // OpRunner.h) runs through the host launcher, which executes every
 // hand-written body as a loop, every cuBLAS call's parameters through a host
 // evaluator with cuBLAS's semantics, and the metrics block lane by lane, and

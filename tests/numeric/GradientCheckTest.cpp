@@ -1,5 +1,5 @@
 // GradientCheckTest.cpp -- every backward op by central finite differences
-// (DESIGN.md §8). On the reference backend, the parameter gradients the
+// (docs/architecture.md §Tests). On the reference backend, the parameter gradients the
 // backward ops produce are compared with (L(w+h) − L(w−h)) / 2h, L being the
 // mean loss read from the metrics buffer (loss sum / batch, D16). In every
 // network of TestNetworks.h each op sits after a trainable layer, so every

@@ -1,5 +1,5 @@
 // HandGeometry.h -- the convolution, pooling and normalization geometry of
-// NETSHARP §6.3-6.5 and D7-D9 written out directly from the text, with no
+// docs/language.md §11-§13 written out directly from the text, with no
 // code shared with the compiler: per dimension N and the first window's
 // offset, the source node of each window cell (-1: a dummy), the grouped
 // gather/scatter tables of a convolution (kernel (m, u) at weights row
@@ -24,7 +24,7 @@ struct Dim {
   int64_t maps = 1;
 };
 
-/// N and the source coordinate of kernel 0's cell 0, from NETSHARP §6.3 / D7 / D8.
+/// N and the source coordinate of kernel 0's cell 0, from docs/language.md §11.2-§11.3.
 struct DimCount {
   int64_t count, offset;
 };

@@ -1,6 +1,6 @@
 // IndexTableTest.cpp -- the gather/scatter/window/centre tables of the Plan
 // (the whole geometry contract between the compiler and every backend)
-// against coordinates worked out by hand from NETSHARP §6.3-6.5 and D4, D7-D9:
+// against coordinates worked out by hand from docs/language.md §11-§14:
 // along dimension d, kernel position j covers source coordinate
 // offset + j·S + c for cell c < K (offset = ⌊r/2⌋ unpadded, −(K−1)/2 with
 // Padding, −LowerPad with pads; outside [0, I) a dummy, -1); the destination

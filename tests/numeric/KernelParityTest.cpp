@@ -1,5 +1,5 @@
 // KernelParityTest.cpp -- every fast CPU kernel against its double-precision
-// reference (DESIGN.md §6, §8) on the networks of TestNetworks.h and on
+// reference (docs/architecture.md §Tests) on the networks of TestNetworks.h and on
 // seeded random geometries: (1) op by op, each op run on the fast and the
 // reference table from the same state (the reference state before that op),
 // so an error is pinned to one op and nothing propagates; (2) the whole

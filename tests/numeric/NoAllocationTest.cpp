@@ -1,5 +1,6 @@
-// NoAllocationTest.cpp -- nothing allocates inside Backend::run (DESIGN.md
-// §6; what lets a device backend capture a whole step as one graph). This
+// NoAllocationTest.cpp -- nothing allocates inside Backend::run
+// (docs/architecture.md §Runtime principles; what lets a device backend
+// capture a whole step as one graph). This
 // binary replaces the global operator new and delete (plain, array and
 // nothrow forms; the aligned ones stay the runtime's) with counting versions
 // and runs training steps of every example on the fast and the reference

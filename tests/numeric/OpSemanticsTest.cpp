@@ -16,7 +16,7 @@
 //  - dense: W [dst × src] destination-major (D4); add-bias; slice-input (D12);
 //  - where: edges enumerated by destination then source, with the
 //    predicates of kSparseNet and kShareNet spelled in C++ (D4);
-//  - the ten output functions (NETSHARP §5.3);
+//  - the ten output functions (docs/language.md §7);
 //  - the three losses of D16 (value, gradient, correct count).
 // Tolerance: 1e-5 relative plus 1e-6 of the buffer's scale for the reference
 // table (double accumulation); the fast table gets the parity tolerance.

@@ -1,4 +1,4 @@
-// OptimizerTest.cpp -- numeric tests of runtime/optim (DESIGN.md §8): each
+// OptimizerTest.cpp -- numeric tests of runtime/optim (docs/architecture.md §Tests): each
 // optimizer against values worked out by hand (in the comments) for two steps
 // on three elements, the fast float kernels against the double references over
 // random tensors and many steps (with a cosine-scheduled rate), the state

@@ -1,5 +1,5 @@
 // ScheduleTest.cpp -- numeric tests of the learning-rate schedules in
-// runtime/optim (DESIGN.md §8): the rate at chosen epochs for constant, step and
+// runtime/optim (docs/architecture.md §Tests): the rate at chosen epochs for constant, step and
 // cosine schedules, the `--schedule` parser's defaults and round trip through
 // formatSchedule, and its error messages, which name the flag and the accepted
 // forms.

@@ -2,8 +2,8 @@
 """netsharp_reference.py -- an independent float64 implementation of Net#
 training, in numpy, for the exactness test one_step_test.py.
 
-It is written from the language's semantics (/work/shared/NETSHARP.md, §6 and
-the normative §13 D-rules) and from the checkpoint layout of docs/training.md,
+It is written from the language's semantics (docs/language.md
+§8-§17) and from the checkpoint layout of docs/training.md,
 never from netc's own kernels: it shares no code and no algorithm with
 runtime/. It computes, in float64, the forward pass, the mean loss and the
 gradient of every parameter of a network, and one plain SGD step
@@ -41,7 +41,7 @@ import numpy as np
 
 
 # ---------------------------------------------------------------------------
-# Geometry (NETSHARP §6.3, D7, D8).
+# Geometry (docs/language.md §11.2-§11.3).
 # ---------------------------------------------------------------------------
 
 def row_major_strides(extent):
@@ -382,7 +382,7 @@ def sgd_step(params, grads, lr):
 # ---------------------------------------------------------------------------
 
 def seed_network():
-    """examples/mnist.net (NETSHARP §11.1): 127,495 parameters."""
+    """examples/mnist.net (docs/language.md §15): 127,495 parameters."""
     return Network("mnist", [
         Layer("Pic", [784]),
         Layer("Conv1", [5, 13, 13], bundles=[

@@ -1,4 +1,4 @@
-// ConstEvalTest.cpp -- constant evaluation per NETSHARP D2 and D12: operator
+// ConstEvalTest.cpp -- constant evaluation per docs/language.md §4-§5: operator
 // precedence and associativity (`^` right-associative and tighter than unary
 // minus), integer division and modulo truncating toward zero, int/real
 // promotion, exponent literals, abs/min/max, tuples and indexing, forward

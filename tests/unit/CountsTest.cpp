@@ -1,4 +1,4 @@
-// CountsTest.cpp -- parameter counts per NETSHARP D5 (all, where, convolve,
+// CountsTest.cpp -- parameter counts per docs/language.md §15 (all, where, convolve,
 // pool and norm bundles; per-node biases only with an all/where bundle;
 // share in its layer, bundle and bias forms, overlapping groups merged), the
 // seed network's 127,495 parameters, default output functions per D6 (with

@@ -1,5 +1,5 @@
-// GeometryTest.cpp -- convolve, pool and response-norm geometry per NETSHARP
-// §6.3-6.5 and D7-D9, read from ir::Bundle::geometry after all passes: the
+// GeometryTest.cpp -- convolve, pool and response-norm geometry per docs/language.md
+// §11-§13, read from ir::Bundle::geometry after all passes: the
 // unpadded count with its uncovered remainder split floor(r/2) low, Padding
 // = true (per dimension and broadcast from one bool), LowerPad/UpperPad and
 // their bounds, sharing patterns and kernel counts, MapCount broadcast and

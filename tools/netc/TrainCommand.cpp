@@ -392,7 +392,7 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
       ->capture_default_str();
   cmd->add_option(
          "--init", args->init,
-         "Initialisation: uniform (NETSHARP D15, in ±diameter/2), xavier or he (for deep or ReLU networks)")
+         "Initialisation: uniform (in ±diameter/2), xavier or he (for deep or ReLU networks)")
       ->capture_default_str();
   cmd->add_option("--init-diameter", s.initDiameter,
                   "Initial weights diameter for --init uniform (Azure: 0.1)")
