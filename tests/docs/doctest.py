@@ -31,7 +31,8 @@ Tolerated differences (both sides are normalised before comparing; nothing else 
   - trailing spaces on a line, and blank lines at the end of an output;
   - durations: a number followed by s, ms, us or min ("0.1 s", "12.5 ms") reads <time>, and a clock
     "0:06" / "1:02:03" after "in " or "ETA " reads <time>;
-  - speeds: "55835 img/s", "62,043 images/s" read <rate> img/s and <rate> images/s;
+  - speeds: "55835 img/s", "62,043 images/s", with the spaces that align them, read " <rate> img/s"
+    and " <rate> images/s";
   - an estimate's relative error, "error -12.3%", reads error <pct>;
   - the progress lines netc prints every 10 s when its output is not a terminal
     ("epoch 3/40: batch 124/251, loss ..., ETA 2:22") are dropped: they come with slowness;
@@ -118,7 +119,7 @@ class Normaliser:
     def line(self, s):
         for p, name in self.paths:
             s = s.replace(p, name)
-        s = re.sub(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)? (img/s|images/s)\b", r"<rate> \1", s)
+        s = re.sub(r" *(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)? (img/s|images/s)\b", r" <rate> \1", s)
         s = re.sub(r"(?<![\w.:])\d+(?:\.\d+)?(?:e[-+]?\d+)? ?(s|ms|us|µs|min)\b", "<time>", s)
         s = re.sub(r"\b(in|ETA) \d+:\d\d(?::\d\d)?\b", r"\1 <time>", s)
         s = re.sub(r"\berror [-+]?\d+(?:\.\d+)?%", "error <pct>", s)

@@ -103,6 +103,11 @@ void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::st
       ->capture_default_str();
   addCpuIsaOption(*cmd, s.cpuIsa);
   addRanksOption(*cmd, args->ranks);
+  // calibrate has no --batch (its probes choose their batches): say --ranks without it.
+  cmd->get_option("--ranks")->description(
+      "Data-parallel processes on this machine, started through Open MPI's mpirun (on --device cuda: one per "
+      "GPU, as --gpus), which also time the link's all-reduces; under mpirun or srun it must equal the ranks "
+      "they started");
   cmd->add_option("--comm-timeout", s.commTimeout, "Seconds any rank waits for the others")
       ->type_name("SECONDS")
       ->capture_default_str();
