@@ -46,7 +46,7 @@ all-reduces, so the size matters little there (save for Open MPI's step at 32 Mi
 multi-node models are where the choice matters.
 
 Usage:
-  python3 bench/bucket_size.py [--netc build-dev/tools/netc/netc]
+  python3 bench/bucket_size.py [--netc build/tools/netc/netc]
       [--nets seed,lenet5,vgg-small,vgg16,deep-mlp] [--bucket-mb 0.25,0.5,1,2,4,8,16,25,32,64]
       [--batch 128] [--threads 1] [--mpi-ranks 2] [--mpi-repeats 15] [--mpi-max-mb 64]
       [--fit-max-mb 16] [--no-mpi] [--mpirun-args "ARGS"] [--python /usr/bin/python3]
@@ -357,7 +357,7 @@ def recommend(results, nets, sizes, models):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--netc", default=os.path.join(REPO, "build-dev/tools/netc/netc"))
+    ap.add_argument("--netc", default=os.path.join(REPO, "build/tools/netc/netc"))
     ap.add_argument("--nets", default=",".join(NETS))
     ap.add_argument("--bucket-mb", default=",".join(map(fmt_mb, DEFAULT_BUCKETS_MB)))
     ap.add_argument("--batch", type=int, default=128)

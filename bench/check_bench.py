@@ -29,7 +29,7 @@ Usage:
   python3 bench/check_bench.py [NETC] [--reps 15] [--warmup 2]
       [--instructions[=callgrind|perf]] [--json FILE] [--work-dir DIR]
       [--sizes 1000,3000,10000] [--conv 1000]
-  NETC defaults to /work/main/build/tools/netc/netc.
+  NETC defaults to build/tools/netc/netc of this repository (the README's build).
 
 Only the Python 3 standard library is used.
 """
@@ -56,7 +56,7 @@ sys.dont_write_bytecode = True  # keep bench/ free of __pycache__
 sys.path.insert(0, HERE)
 import gen_networks  # noqa: E402  (same folder)
 
-DEFAULT_NETC = "/work/main/build/tools/netc/netc"
+DEFAULT_NETC = os.path.join(REPO, "build", "tools", "netc", "netc")  # the README's build
 SEED = os.path.join(REPO, "examples", "mnist.net")
 GOAL_LARGEST_S = 0.5  # largest chain (10,000 layers)
 GOAL_SEED_S = 0.020  # seed network

@@ -26,7 +26,7 @@ Every generated file is valid: `netc check` exits 0 with no diagnostics
 
 Usage:
   python3 bench/gen_networks.py OUT_DIR [--sizes 1000,3000,10000] [--conv 1000]
-                                [--verify /work/main/build/tools/netc/netc]
+                                [--verify build/tools/netc/netc]
 
 Only the Python 3 standard library is used. Importable: generate(out_dir, ...)
 returns one NetworkInfo per written file.
