@@ -1,9 +1,10 @@
 // Server.cpp -- LSP dispatch (Server.h): lifecycle and protocol errors,
 // incremental document sync, debounced diagnostics from the same
-// compilation as `netc check` (notes as related information, fix-its as code
-// actions), hover, definition, references, rename, completion in context
-// (Completion.cpp), document symbols, formatting (`netc fmt`), inlay hints
-// and semantic tokens.
+// compilation as `netc check` (notes as related information, or in the
+// message for clients that do not declare it; fix-its as code actions),
+// hover (markdown or plain text, as the client asks), definition,
+// references, rename, completion in context (Completion.cpp), document
+// symbols, formatting (`netc fmt`), inlay hints and semantic tokens.
 // Positions are 0-based lines and UTF-16 columns, as the protocol says.
 #include "lsp/Server.h"
 
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 
@@ -54,6 +56,42 @@ bool isIdentifier(const std::string &name) {
     return false;
   return std::all_of(name.begin(), name.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+/// The value at `path` under `root`, or null when a step is missing or not
+/// an object.
+const json *capability(const json &root, std::initializer_list<const char *> path) {
+  const json *at = &root;
+  for (const char *key : path) {
+    auto it = at->is_object() ? at->find(key) : at->end();
+    if (it == at->end())
+      return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+bool capabilityIsTrue(const json &root, std::initializer_list<const char *> path) {
+  const json *at = capability(root, path);
+  return at && at->is_boolean() && at->get<bool>();
+}
+
+/// A hover's markdown as plain text: the strong-emphasis markers and the
+/// backticks around names dropped (hover texts use no other markdown but
+/// "- " items, which read the same as plain text).
+std::string plainTextOf(const std::string &markdown) {
+  std::string out;
+  out.reserve(markdown.size());
+  for (size_t i = 0; i < markdown.size(); ++i) {
+    if (markdown[i] == '`')
+      continue;
+    if (markdown.compare(i, 2, "**") == 0) {
+      ++i;
+      continue;
+    }
+    out += markdown[i];
+  }
+  return out;
 }
 
 /// Where `text` opens its (kMaxJsonDepth + 1)-th nested array or object,
@@ -197,27 +235,40 @@ json Server::rangeJson(const LineIndex &lines, SourceRange range) const {
           {"end", {{"line", end.line}, {"character", end.character}}}};
 }
 
+json Server::diagnosticJson(const Analysis &a, const Diagnostic &d, const std::string &uri) const {
+  json item = {{"range", rangeJson(a.lines(), d.range)},
+               {"severity", severityCode(d.severity)},
+               {"code", std::string(d.code())},
+               {"source", "netc"},
+               {"message", d.message}};
+  if (d.notes.empty())
+    return item;
+  if (!relatedInformation_) {
+    // One line per note: "note: LINE:COLUMN: text", 1-based.
+    std::string message = d.message;
+    for (const DiagNote &note : d.notes) {
+      const Position p = a.lines().positionOf(note.range.begin);
+      message += fmt::format("\nnote: {}:{}: {}", p.line + 1, p.character + 1, note.message);
+    }
+    item["message"] = std::move(message);
+    return item;
+  }
+  json related = json::array();
+  for (const DiagNote &note : d.notes)
+    related.push_back({{"location", {{"uri", uri}, {"range", rangeJson(a.lines(), note.range)}}},
+                       {"message", note.message}});
+  item["relatedInformation"] = std::move(related);
+  return item;
+}
+
 void Server::publish(const std::string &uri) {
   const Document *doc = documents_.find(uri);
   if (!doc)
     return;
   const Analysis &a = analysisOf(uri);
   json diagnostics = json::array();
-  for (const Diagnostic &d : a.compilation().diags.sorted()) {
-    json item = {{"range", rangeJson(a.lines(), d.range)},
-                 {"severity", severityCode(d.severity)},
-                 {"code", std::string(d.code())},
-                 {"source", "netc"},
-                 {"message", d.message}};
-    if (!d.notes.empty()) {
-      json related = json::array();
-      for (const DiagNote &note : d.notes)
-        related.push_back({{"location", {{"uri", uri}, {"range", rangeJson(a.lines(), note.range)}}},
-                           {"message", note.message}});
-      item["relatedInformation"] = std::move(related);
-    }
-    diagnostics.push_back(std::move(item));
-  }
+  for (const Diagnostic &d : a.compilation().diags.sorted())
+    diagnostics.push_back(diagnosticJson(a, d, uri));
   send_({{"jsonrpc", "2.0"},
          {"method", "textDocument/publishDiagnostics"},
          {"params", {{"uri", uri}, {"version", doc->version}, {"diagnostics", std::move(diagnostics)}}}});
@@ -381,19 +432,20 @@ void Server::didChange(const json &params) {
 // ---- features ----
 
 json Server::initialize(const json &params) {
+  // What the client can show; a missing or malformed path means no.
   // textDocument.completion.completionItem.snippetSupport: only a client that
-  // declares it gets snippets (insertTextFormat 2); a missing or malformed
-  // path means no.
-  const json *at = &params;
-  for (const char *key : {"capabilities", "textDocument", "completion", "completionItem", "snippetSupport"}) {
-    auto it = at->is_object() ? at->find(key) : at->end();
-    if (it == at->end()) {
-      at = nullptr;
-      break;
-    }
-    at = &*it;
-  }
-  snippetSupport_ = at && at->is_boolean() && at->get<bool>();
+  // declares it gets snippets (insertTextFormat 2).
+  snippetSupport_ = capabilityIsTrue(
+      params, {"capabilities", "textDocument", "completion", "completionItem", "snippetSupport"});
+  // textDocument.hover.contentFormat lists the formats in the client's order
+  // of preference: markdown only when it comes first (Eglot without
+  // markdown-mode asks for plaintext alone).
+  const json *formats = capability(params, {"capabilities", "textDocument", "hover", "contentFormat"});
+  hoverMarkdown_ = formats && formats->is_array() && !formats->empty() && (*formats)[0] == "markdown";
+  // textDocument.publishDiagnostics.relatedInformation: without it notes go
+  // into the message, where every client shows them.
+  relatedInformation_ =
+      capabilityIsTrue(params, {"capabilities", "textDocument", "publishDiagnostics", "relatedInformation"});
   json legend = json::array();
   for (const char *type : kTokenTypes)
     legend.push_back(type);
@@ -421,6 +473,9 @@ json Server::hover(const json &params) {
   auto h = a.hover(offsetAt(a, params));
   if (!h)
     return nullptr;
+  if (!hoverMarkdown_)
+    return {{"contents", {{"kind", "plaintext"}, {"value", plainTextOf(h->first)}}},
+            {"range", rangeJson(a.lines(), h->second)}};
   return {{"contents", {{"kind", "markdown"}, {"value", h->first}}},
           {"range", rangeJson(a.lines(), h->second)}};
 }
@@ -656,11 +711,8 @@ json Server::codeActions(const json &params) {
     }
     out.push_back({{"title", title},
                    {"kind", "quickfix"},
-                   {"diagnostics", json::array({{{"range", rangeJson(a.lines(), d.range)},
-                                                 {"severity", severityCode(d.severity)},
-                                                 {"code", std::string(d.code())},
-                                                 {"source", "netc"},
-                                                 {"message", d.message}}})},
+                   // The diagnostic as published, so that clients can match the two.
+                   {"diagnostics", json::array({diagnosticJson(a, d, uri)})},
                    {"isPreferred", d.fixits.size() == 1},
                    {"edit", {{"changes", {{uri, edits}}}}}});
   }

@@ -86,6 +86,9 @@ private:
   const std::string &uriOf(const nlohmann::json &params) const;
   uint32_t offsetAt(const Analysis &a, const nlohmann::json &params) const;
   nlohmann::json rangeJson(const LineIndex &lines, SourceRange range) const;
+  /// A diagnostic as the client gets it: its notes as related information
+  /// or in the message, as the client declared at initialize.
+  nlohmann::json diagnosticJson(const Analysis &a, const Diagnostic &d, const std::string &uri) const;
   void publish(const std::string &uri);
 
   nlohmann::json initialize(const nlohmann::json &params);
@@ -115,6 +118,12 @@ private:
   bool initialized_ = false, shutdown_ = false, exited_ = false;
   /// The client declared completionItem.snippetSupport at initialize.
   bool snippetSupport_ = false;
+  /// The client listed "markdown" first in textDocument.hover.contentFormat;
+  /// otherwise hovers are plain text.
+  bool hoverMarkdown_ = false;
+  /// The client declared publishDiagnostics.relatedInformation; otherwise a
+  /// diagnostic's notes are appended to its message.
+  bool relatedInformation_ = false;
 };
 
 /// Serves LSP over file descriptors until `exit` or the end of input;

@@ -69,6 +69,15 @@ private:
   int nextId_ = 1;
 };
 
+/// The capabilities of a client like VS Code's: hovers in markdown (listed
+/// first) and notes as related information. Without them the server sends
+/// plain-text hovers and puts notes into the diagnostic's message.
+inline json markdownClient() {
+  return {{"textDocument",
+           {{"hover", {{"contentFormat", json::array({"markdown", "plaintext"})}}},
+            {"publishDiagnostics", {{"relatedInformation", true}}}}}};
+}
+
 inline json position(int64_t line, int64_t character) {
   return {{"line", line}, {"character", character}};
 }

@@ -1,7 +1,9 @@
 // ServerTest.cpp -- the language server in-process: UTF-16 position
 // conversions against an independent decoder, incremental edits, debounced
 // diagnostics (one publish for a burst of edits, the same diagnostics as the
-// `netc check` driver, notes as related information), and the lifecycle
+// `netc check` driver, notes as related information or in the message, as
+// the client declares), hovers in markdown or plain text (the client's
+// contentFormat), and the lifecycle
 // rules (nothing before initialize, nothing after shutdown, exit status),
 // and hostile input: over-deep JSON, and the stdio loop over a stream with
 // an oversized message or one that ends inside a skipped body.
@@ -143,7 +145,7 @@ TEST(Server, MalformedMessagesGetProtocolErrors) {
 
 TEST(Server, DiagnosticsAreDebouncedAndMatchTheDriver) {
   Session s;
-  s.initialize();
+  s.initialize(markdownClient());
   const std::string uri = "file:///work/m.net";
   std::string text = testfiles::readFile(testfiles::sourcePath("examples/mnist.net"));
   s.open(uri, text);
@@ -178,7 +180,7 @@ TEST(Server, DiagnosticsAreDebouncedAndMatchTheDriver) {
 
 TEST(Server, HoverDefinitionReferencesAndRenameAgree) {
   Session s;
-  s.initialize();
+  s.initialize(markdownClient());
   const std::string uri = "file:///n.net";
   s.open(uri, "const N = 2 * 5;\ninput X [N];\nhidden H [N] from X all;\noutput O [3] from H all;\n");
   json hover = s.request("textDocument/hover", at(uri, 1, 9));
@@ -203,7 +205,7 @@ TEST(Server, HoverDefinitionReferencesAndRenameAgree) {
 
 TEST(Server, HoverOnAnAttributeShowsItsValueAsWrittenAndAsUsed) {
   Session s;
-  s.initialize();
+  s.initialize(markdownClient());
   const std::string uri = "file:///a.net";
   s.open(uri, testfiles::readFile(testfiles::sourcePath("examples/mnist.net")));
   // Line 2: "  InputShape = [28, 28]; KernelShape = [4, 4]; Stride = [2, 2]; MapCount = 5; }"
@@ -218,6 +220,91 @@ TEST(Server, HoverOnAnAttributeShowsItsValueAsWrittenAndAsUsed) {
   EXPECT_EQ(hover["result"]["contents"]["value"],
             "`Sharing` of the **convolve** bundle from `Conv1` to `Conv2`: "
             "[false, true, true]\n\nper dimension, as used: [false, true, true]");
+}
+
+TEST(Server, HoverIsPlainTextUnlessTheClientListsMarkdownFirst) {
+  const std::string text =
+      "const N = 2 * 5;\ninput X [N];\nhidden H [N] from X all;\noutput O [3] from H all;\n";
+  auto hoverFormat = [](json formats) {
+    return json{{"textDocument", {{"hover", {{"contentFormat", std::move(formats)}}}}}};
+  };
+  struct Case {
+    json capabilities;
+    bool markdown;
+  };
+  const Case cases[] = {
+      {json::object(), false},                                      // nothing declared
+      {hoverFormat(json::array({"plaintext"})), false},             // Eglot without markdown-mode
+      {hoverFormat(json::array({"plaintext", "markdown"})), false}, // plain text preferred
+      {hoverFormat(json::array()), false},
+      {hoverFormat("markdown"), false}, // malformed: not a list
+      {hoverFormat(json::array({"markdown", "plaintext"})), true},
+      {hoverFormat(json::array({"markdown"})), true},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.capabilities.dump());
+    Session s;
+    s.initialize(c.capabilities);
+    const std::string uri = "file:///n.net";
+    s.open(uri, text);
+    const json constHover = s.request("textDocument/hover", at(uri, 1, 9))["result"];
+    const json layerHover = s.request("textDocument/hover", at(uri, 2, 7))["result"];
+    if (c.markdown) {
+      EXPECT_EQ(constHover["contents"]["kind"], "markdown");
+      EXPECT_EQ(constHover["contents"]["value"], "**const** `N` = 10 (an integer)");
+      EXPECT_EQ(layerHover["contents"]["kind"], "markdown");
+      EXPECT_EQ(layerHover["contents"]["value"].get<std::string>().rfind("**hidden** layer `H` [10]\n\n", 0),
+                0u)
+          << layerHover.dump();
+      continue;
+    }
+    EXPECT_EQ(constHover["contents"]["kind"], "plaintext");
+    EXPECT_EQ(constHover["contents"]["value"], "const N = 10 (an integer)");
+    EXPECT_EQ(layerHover["contents"]["kind"], "plaintext");
+    const std::string layer = layerHover["contents"]["value"].get<std::string>();
+    EXPECT_EQ(layer.rfind("hidden layer H [10]\n\n- nodes: 10\n", 0), 0u) << layer;
+    EXPECT_NE(layer.find("- from X: all\n"), std::string::npos) << layer;
+    // No markdown syntax is left: no emphasis, no code spans or fences.
+    EXPECT_EQ(layer.find_first_of("*`"), std::string::npos) << layer;
+    // The range is the same in both formats.
+    EXPECT_EQ(layerHover["range"]["start"], position(2, 7));
+  }
+}
+
+TEST(Server, NotesGoIntoTheMessageUnlessTheClientShowsRelatedInformation) {
+  // A second definition of H: an error with a note at the first one (line 2, column 8).
+  const std::string text = "input X [4];\nhidden H [2] from X all;\nhidden H [3] from X all;\n"
+                           "output O [1] from H all;\n";
+  auto related = [](json value) {
+    return json{{"textDocument", {{"publishDiagnostics", {{"relatedInformation", std::move(value)}}}}}};
+  };
+  for (const json &capabilities : {json::object(), related(false), related("yes"), related(true)}) {
+    SCOPED_TRACE(capabilities.dump());
+    const bool supported = capabilities == related(true);
+    Session s;
+    s.initialize(capabilities);
+    const std::string uri = "file:///dup.net";
+    s.open(uri, text);
+    const size_t before = s.sent().size();
+    ASSERT_TRUE(s.server().idle());
+    const std::vector<json> published = s.published(before);
+    ASSERT_EQ(published.size(), 1u);
+    const json &diagnostics = published[0]["diagnostics"];
+    ASSERT_EQ(diagnostics.size(), 1u) << diagnostics.dump();
+    const json &d = diagnostics[0];
+    EXPECT_EQ(d["code"], "NS0301");
+    EXPECT_EQ(d["range"]["start"], position(2, 7));
+    if (supported) {
+      EXPECT_EQ(d["message"], "redefinition of layer 'H'");
+      ASSERT_EQ(d["relatedInformation"].size(), 1u) << d.dump();
+      EXPECT_EQ(d["relatedInformation"][0]["message"], "previous definition is here");
+      EXPECT_EQ(d["relatedInformation"][0]["location"]["uri"], uri);
+      EXPECT_EQ(d["relatedInformation"][0]["location"]["range"]["start"], position(1, 7));
+    } else {
+      EXPECT_EQ(d["message"], "redefinition of layer 'H'\nnote: 2:8: previous definition is here");
+      EXPECT_FALSE(d.contains("relatedInformation")) << d.dump();
+    }
+  }
 }
 
 TEST(Server, CompletionSendsSnippetsOnlyToClientsThatSupportThem) {
@@ -301,7 +388,7 @@ TEST(Server, HugeDocumentIsServed) {
     text += "hidden L" + std::to_string(i) + " [8] from L" + std::to_string(i - 1) + " all;\n";
   text += "output Out [2] from L" + std::to_string(layers - 1) + " all;\n";
   Session s;
-  s.initialize();
+  s.initialize(markdownClient());
   const std::string uri = "file:///huge.net";
   s.open(uri, text);
   const size_t before = s.sent().size();
