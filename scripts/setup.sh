@@ -62,7 +62,7 @@ test_packages=(
   valgrind strace
 )
 # Only the test command: the editors the editor tests drive headless.
-editor_test_packages=()
+editor_test_packages=(neovim emacs-nox elpa-eglot)
 
 packages=("${main_packages[@]}")
 if $test; then
