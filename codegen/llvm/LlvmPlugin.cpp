@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <pthread.h>
 #include <stdexcept>
 
 namespace {
@@ -33,15 +34,32 @@ struct LlvmFatalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Whether this thread is inside an entry point of the plugin.
-thread_local bool tGuarded = false;
+/// Whether this thread is inside an entry point of the plugin: a pthread key
+/// rather than thread_local, whose dynamic TLS block in a dlopen'ed library
+/// makes LeakSanitizer's exit-time scan crash now and then (a known fault in
+/// its glibc TLS detection) in the sanitizer builds the tests run.
+struct GuardedKey {
+  pthread_key_t key{};
+  bool created = false;
+};
+const GuardedKey &guardedKey() {
+  static const GuardedKey key = [] {
+    GuardedKey made;
+    made.created = pthread_key_create(&made.key, nullptr) == 0;
+    return made;
+  }();
+  return key;
+}
+bool isGuarded() {
+  return guardedKey().created && pthread_getspecific(guardedKey().key) != nullptr;
+}
 
 /// LLVM's fatal-error handler, process-wide once installed: inside an entry
 /// point the error unwinds to it (LLVM's objects on the way are leaked, not
 /// used again); elsewhere -- another user of libLLVM in the same process --
 /// it does what LLVM does without a handler (LLVM then ends the process).
 void onFatalError(void *, const char *reason, bool) {
-  if (tGuarded)
+  if (isGuarded())
     throw LlvmFatalError(reason ? reason : "unknown error");
   std::fprintf(stderr, "LLVM ERROR: %s\n", reason ? reason : "unknown error");
 }
@@ -49,9 +67,15 @@ void onFatalError(void *, const char *reason, bool) {
 template <class Body> bool guarded(Output *output, Body body) {
   static std::once_flag installed;
   std::call_once(installed, [] { llvm::install_fatal_error_handler(onFatalError, nullptr); });
+  if (!guardedKey().created) {
+    output->error = "the LLVM plugin cannot guard LLVM's fatal errors: the process has used all its "
+                    "thread-specific keys (PTHREAD_KEYS_MAX)";
+    return false;
+  }
+  static int marker; // any non-null value marks the thread as guarded
   struct Guard {
-    Guard() { tGuarded = true; }
-    ~Guard() { tGuarded = false; }
+    Guard() { pthread_setspecific(guardedKey().key, &marker); }
+    ~Guard() { pthread_setspecific(guardedKey().key, nullptr); }
   } guard;
   try {
     return body();
