@@ -306,11 +306,11 @@ private:
         ir::ParamRef ref{static_cast<int>(l), static_cast<int>(b)};
         std::vector<double> given = bundle.weights ? *bundle.weights : std::vector<double>{};
         std::string name = bundleName(layer, b) + "/weights";
+        const ir::Fan fan = ir::bundleFan(bundle, layer.nodes, src.nodes);
         if (bundle.kind == ir::BundleKind::All) {
-          add(ref, name, {layer.nodes, src.nodes}, false, given, src.nodes, layer.nodes);
+          add(ref, name, {layer.nodes, src.nodes}, false, given, fan.in, fan.out);
         } else if (bundle.kind == ir::BundleKind::Where) {
-          add(ref, name, {bundle.edges}, false, given, std::max<int64_t>(1, bundle.edges / layer.nodes),
-              std::max<int64_t>(1, bundle.edges / src.nodes));
+          add(ref, name, {bundle.edges}, false, given, fan.in, fan.out);
         } else {
           // `Weights =` lists each kernel row with its bias first (D4).
           const int64_t kernels = bundle.geometry.kernels, window = bundle.geometry.kernelSize;
@@ -322,11 +322,10 @@ private:
                 weights.push_back(given[static_cast<size_t>(r * (1 + window) + 1 + k)]);
             }
           const size_t before = plan_.parameters.size();
-          const int w = add(ref, name, {kernels, window}, false, std::move(weights), window,
-                            bundle.lowering.maps * window);
+          const int w = add(ref, name, {kernels, window}, false, std::move(weights), fan.in, fan.out);
           if (plan_.parameters.size() > before) { // new, not tied to an earlier bundle
-            const int bias = newParameter(ref, bundleName(layer, b) + "/kernel-biases", {kernels}, false,
-                                          std::move(biases), window, bundle.lowering.maps * window);
+            const int bias = newParameter(ref, bundleName(layer, b) + "/kernel-biases", {kernels}, true,
+                                          std::move(biases), fan.in, fan.out);
             plan_.parameters[static_cast<size_t>(w)].kernelBias = bias;
             plan_.parameters[static_cast<size_t>(bias)].biasOf = w;
           }

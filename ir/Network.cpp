@@ -1,6 +1,8 @@
 // Network.cpp -- name tables and kind properties derived from the .def lists.
 #include "ir/Network.h"
 
+#include <algorithm>
+
 namespace netc::ir {
 
 namespace {
@@ -78,6 +80,23 @@ bool bundleIsTrainable(BundleKind kind) {
 }
 bool bundleIsGeometric(BundleKind kind) {
   return kBundleKinds[static_cast<int>(kind)].geometric;
+}
+Fan bundleFan(const Bundle &bundle, int64_t destinationNodes, int64_t sourceNodes) {
+  Fan fan;
+  if (bundle.kind == BundleKind::All) {
+    fan = {sourceNodes, destinationNodes};
+  } else if (bundle.kind == BundleKind::Where) {
+    fan = {bundle.edges / std::max<int64_t>(1, destinationNodes),
+           bundle.edges / std::max<int64_t>(1, sourceNodes)};
+  } else {
+    fan.in = bundle.geometry.kernelSize;
+    fan.out = bundle.geometry.maps;
+    for (const DimGeometry &d : bundle.geometry.dims)
+      fan.out *= std::max<int64_t>(1, std::min(d.kernel, d.count));
+  }
+  fan.in = std::max<int64_t>(1, fan.in);
+  fan.out = std::max<int64_t>(1, fan.out);
+  return fan;
 }
 AttrMask bundleAllowedAttrs(BundleKind kind) {
   return kBundleKinds[static_cast<int>(kind)].allowed;

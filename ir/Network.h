@@ -145,6 +145,20 @@ struct Bundle {
   }
 };
 
+/// The fan-in and fan-out of a trainable bundle's weights, which --init xavier
+/// (Glorot: ±gain·√(6/(in+out))) and --init he (±√(6/in)) read; documented in
+/// docs/training.md ("How the weights start"). `all`: in = the source's nodes,
+/// out = the destination's. `where`: the average edges into a destination node
+/// and out of a source node. `convolve`: in = Π KernelShape (the window), out
+/// = Π MapCount × Π_d min(KernelShape[d], N[d]) with N[d] the kernel positions
+/// along d -- the output maps times the kernel positions that can cover one
+/// input node, PyTorch's out_channels × kh × kw for the usual layouts (a
+/// dimension the kernel spans whole, the input's maps, has one position).
+struct Fan {
+  int64_t in = 1, out = 1;
+};
+Fan bundleFan(const Bundle &bundle, int64_t destinationNodes, int64_t sourceNodes);
+
 struct Layer {
   std::string name;
   LayerKind kind = LayerKind::Hidden;

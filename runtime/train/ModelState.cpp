@@ -197,6 +197,10 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
                                                       : std::sqrt(6.0 / double(p.fanIn));
       for (float &v : values)
         v = uniform(rng, limit);
+      // A kernel's bias, first in each row of its tensor, starts at 0 too.
+      if (p.kernelBias >= 0)
+        for (size_t row = 0; row < values.size(); row += static_cast<size_t>(shape[1]))
+          values[row] = 0.0f;
     }
     writeTensor(plan, backend, p, values, [](const plan::Parameter &q) { return q.buffer; });
   }
