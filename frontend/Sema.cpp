@@ -11,8 +11,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace netc {
 
@@ -101,6 +103,15 @@ private:
       }
       layerNames_.push_back(decl.name.text);
     }
+    // The did-you-mean of an unknown layer prefers, among equally close
+    // names, one that no bundle reads: the end of a chain the bundle most
+    // likely meant to continue (`from L2O` after L1..L20: L20, not L2).
+    std::unordered_set<std::string_view> read;
+    for (const ast::LayerDecl *decl : layerDecls_)
+      for (const ast::BundleDecl &bundle : decl->bundles)
+        read.insert(bundle.source.text);
+    std::stable_partition(layerNames_.begin(), layerNames_.end(),
+                          [&](const std::string &name) { return !read.count(name); });
   }
 
   /// Resolves a layer name, reporting unknown names with a did-you-mean.

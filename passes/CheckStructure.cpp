@@ -146,9 +146,10 @@ void checkCycles(ir::Network &net, DiagnosticEngine &diags) {
 /// the way names its source wrongly: an unknown layer (NS0302) or its own
 /// layer (NS0306), in a layer that leads to the output (or is itself cut off
 /// only by such an error). The layer the bundle meant is the did-you-mean of
-/// its NS0302 when that is a cut-off layer; otherwise (no suggestion, one that
-/// leads to the output anyway, a self-reference) it may be any cut-off layer
-/// that nothing reads. That layer and the cut-off layers leading to it are
+/// its NS0302 when that is a cut-off layer (and, when another cut-off layer
+/// reads that one, also any cut-off layer that nothing reads); otherwise (no
+/// suggestion, one that leads to the output anyway, a self-reference) it may
+/// be any cut-off layer that nothing reads. That layer and the cut-off layers leading to it are
 /// claimed by the error, which gets a note with the number of hidden ones,
 /// and get no NS0312. Every layer is claimed at most once: the work is linear
 /// in layers, bundles and diagnostics.
@@ -241,6 +242,14 @@ std::vector<char> claimCutOffLayers(const ir::Network &net, const std::vector<in
       wrong = named.front();
       named.pop_front();
       count = claim(wrong.meant);
+      // A suggestion that another cut-off layer reads would still leave that
+      // one cut off: the likelier fix is a layer nothing reads, so the error
+      // stands for those too rather than leaving a warning for each.
+      if (read[static_cast<size_t>(wrong.meant)]) {
+        for (int layer : unread)
+          count += claim(layer);
+        unread.clear();
+      }
     } else {
       wrong = unnamed.front();
       unnamed.pop_front();
