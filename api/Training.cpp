@@ -20,6 +20,7 @@
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/RunFiles.h"
 #include "runtime/train/Trainer.h"
+#include "support/NumberText.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -217,8 +218,11 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
   if (t.learningRateScale != 1)
     rate += fmt::format(" × {:g} ({} for {} ranks) = {:g}", t.learningRateScale, lrScalingName(s.lrScaling),
                         comm.size(), double(t.hyper.learningRate) * t.learningRateScale);
+  if (t.hyper.momentum > 0)
+    rate += fmt::format(" momentum {:g}", t.hyper.momentum);
   if (s.lrWarmup.length > 0)
-    rate += fmt::format(", warm-up {}", lrWarmupText(s.lrWarmup));
+    rate += fmt::format(", warm-up {:g} {}{}", s.lrWarmup.length, s.lrWarmup.steps ? "step" : "epoch",
+                        s.lrWarmup.length == 1 ? "" : "s");
   if (s.deterministicChunks > 0)
     rate += fmt::format(", deterministic: {} chunks of {} a step added in a fixed order",
                         s.deterministicChunks, runBatch(s));
@@ -237,13 +241,12 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
           evalSet ? fmt::format(", {} {} samples", evalSet->count, data.validation ? "validation" : "test")
                   : std::string(),
           data.train.featureCount, data::normalizerText(normalizing.normalizer.spec()) + normalizing.note),
-      fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}{}, {}, seed {}, {} thread(s){} on {}{}",
+      fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}, {}, seed {}, {} thread(s){} on {}{}",
                   s.epochs, s.batch, comm.size() > 1 ? " per rank" : "",
                   s.accumulate > 1 ? fmt::format(" × {} micro-batches ({} samples a step)", s.accumulate,
                                                  s.batch * s.accumulate * comm.size())
                                    : std::string(),
                   optimizerName(s.optimizer), rate,
-                  t.hyper.momentum > 0 ? fmt::format(" momentum {:g}", t.hyper.momentum) : std::string(),
                   s.schedule.kind != Schedule::Kind::Constant ? ", schedule " + scheduleText(s.schedule)
                                                               : std::string(),
                   startText(s, start), data.seed, backend.threads, comm.size() > 1 ? " per rank" : "",
@@ -264,12 +267,14 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
 
 /// The run header's line about the estimate (netc estimate gives the details).
 std::string estimateLine(const RunEstimate &e) {
-  return fmt::format("estimate: {:.3g} s per epoch{}, {:.3g} s in total (step {:.3g} ms; cost table '{}'{}; "
+  return fmt::format("estimate: {} s per epoch{}, {} s in total (step {} ms; cost table '{}'{}; "
                      "netc estimate gives the details)",
-                     e.epochSeconds,
-                     e.evaluationSeconds > 0 ? fmt::format(" + {:.3g} s evaluation", e.evaluationSeconds)
-                                             : std::string(),
-                     e.totalSeconds, e.stepSeconds * 1e3, e.costTable, e.note.empty() ? "" : "; " + e.note);
+                     threeDigits(e.epochSeconds),
+                     e.evaluationSeconds > 0
+                         ? fmt::format(" + {} s evaluation", threeDigits(e.evaluationSeconds))
+                         : std::string(),
+                     threeDigits(e.totalSeconds), threeDigits(e.stepSeconds * 1e3), e.costTable,
+                     e.note.empty() ? "" : "; " + e.note);
 }
 
 // ---- 9. training ----------------------------------------------------------------------

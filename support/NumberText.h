@@ -1,8 +1,13 @@
 // NumberText.h -- numbers as the tools print them for people: thousands
-// grouped ("127,495") and shapes in brackets ("[5, 13, 13]"). Shared by
-// `netc show` and the language server's hovers, so both read the same.
+// grouped ("127,495"), shapes in brackets ("[5, 13, 13]") and measured
+// quantities to three significant digits without an exponent ("1000", not
+// "1e+03"). Shared by `netc show`, the run's messages and the language
+// server's hovers, so all read the same.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +32,15 @@ inline std::string bracketed(const std::vector<int64_t> &values) {
   for (size_t i = 0; i < values.size(); ++i)
     out += (i ? ", " : "") + std::to_string(values[i]);
   return out + "]";
+}
+
+/// A measured quantity to three significant digits, without the exponent
+/// form "{:.3g}" gives from 1000 up: 0.01234 -> "0.0123", 999.7 -> "1000",
+/// 12345.6 -> "12346" (digits before the point are kept whole).
+inline std::string threeDigits(double value) {
+  if (std::isfinite(value) && std::fabs(value) >= 99.95)
+    return fmt::format("{:.0f}", value);
+  return fmt::format("{:.3g}", value);
 }
 
 } // namespace netc

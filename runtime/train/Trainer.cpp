@@ -433,10 +433,12 @@ void Trainer::flatLossHint(const EpochState &state, const EpochReport &report, d
                                        "--init-diameter 1.0 or --init xavier",
                                        options_.init.diameter)
                          : fmt::format("check the initialisation (--init {})", initName(options_.init.kind));
+  // Only what the run has not tried: momentum when it has none.
+  const std::string momentum =
+      options_.hyper.momentum > 0 ? std::string(",") : std::string(", add momentum (--momentum 0.9)");
   observer.onHint(fmt::format("the training loss has not moved in epoch {} ({:.4f}): the network's outputs "
-                              "barely depend on its input; {}, add momentum (--momentum 0.9) or raise --lr "
-                              "(now {:g})",
-                              report.epoch, report.trainLoss, init, state.learningRate));
+                              "barely depend on its input; {}{} or raise --lr (now {:g})",
+                              report.epoch, report.trainLoss, init, momentum, state.learningRate));
 }
 
 Status Trainer::writeEpochFiles(const EpochReport &report, TrainObserver &observer) {

@@ -6,6 +6,7 @@
 #include "support/PrintableText.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "support/NumberText.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -242,9 +243,9 @@ std::string durationText(double seconds) {
   if (seconds < 1e-3)
     return fmt::format("{:.0f} us", seconds * 1e6);
   if (seconds < 1)
-    return fmt::format("{:.3g} ms", seconds * 1e3);
+    return threeDigits(seconds * 1e3) + " ms";
   if (seconds < 600)
-    return fmt::format("{:.3g} s", seconds);
+    return threeDigits(seconds) + " s";
   if (seconds < 3 * 3600)
     return fmt::format("{:.1f} min", seconds / 60);
   if (seconds < 3 * 86400)

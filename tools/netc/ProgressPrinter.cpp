@@ -4,6 +4,7 @@
 
 #include "support/PrintableText.h"
 
+#include "support/NumberText.h"
 #include "support/Statistics.h"
 
 #include <algorithm>
@@ -108,11 +109,11 @@ std::string estimateComparison(const TrainResult &r) {
   auto error = [](double estimated, double measured) {
     return measured > 0 ? fmt::format("{:+.1f}%", 100 * (estimated - measured) / measured) : std::string("-");
   };
-  return fmt::format(
-      "estimate (cost table '{}'): epoch {:.3g} s, measured {:.3g} s (median of {}; error {}); "
-      "total {:.3g} s, measured {:.3g} s (error {})\n",
-      e.costTable, e.epochSeconds, measured, n, error(e.epochSeconds, measured), total,
-      r.measuredTotalSeconds, error(total, r.measuredTotalSeconds));
+  return fmt::format("estimate (cost table '{}'): epoch {} s, measured {} s (median of {}; error {}); "
+                     "total {} s, measured {} s (error {})\n",
+                     e.costTable, threeDigits(e.epochSeconds), threeDigits(measured), n,
+                     error(e.epochSeconds, measured), threeDigits(total), threeDigits(r.measuredTotalSeconds),
+                     error(total, r.measuredTotalSeconds));
 }
 
 } // namespace

@@ -58,12 +58,20 @@ std::atomic<int> gTerminations{0}; // SIGTERMs and SIGHUPs
 std::atomic<int> gTerminationSignal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
 
+/// What the first Ctrl-C does, said when it comes: netc train saves its run;
+/// bench and calibrate have none to save (set by settleLaunch).
+constexpr const char *kTrainStopNote =
+    "\nnetc: stopping every rank: each finishes its step and rank 0 saves the "
+    "run (Ctrl-C again to end them at once)\n";
+constexpr const char *kMeasureStopNote = "\nnetc: stopping every rank: the job ends without a result "
+                                         "(Ctrl-C again to end them at once)\n";
+std::atomic<const char *> gStopNote{kTrainStopNote};
+static_assert(std::atomic<const char *>::is_always_lock_free, "used from a signal handler");
+
 extern "C" void countLauncherSignal(int signal) {
   if (signal == SIGINT) {
     const int before = gInterrupts++;
-    const char *note = before == 0
-                           ? "\nnetc: stopping every rank: each finishes its step and rank 0 saves the "
-                             "run (Ctrl-C again to end them at once)\n"
+    const char *note = before == 0   ? gStopNote.load()
                        : before == 1 ? "\nnetc: ending every rank now (Ctrl-C again to kill them)\n"
                                      : "\nnetc: killing every process of the job\n";
     [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, note, std::strlen(note));
@@ -629,6 +637,8 @@ void addRestartOption(CLI::App &app, RankRequest &request) {
 
 std::optional<int> settleLaunch(const RankRequest &request, const std::string &device, int threads,
                                 const std::vector<std::string> &commandLine, Launch &launch) {
+  const bool trains = commandLine.size() > 1 && commandLine[1] == "train";
+  gStopNote = trains ? kTrainStopNote : kMeasureStopNote;
   LaunchResult found = launchFromEnvironment();
   if (!found.ok()) {
     std::fprintf(stderr, "netc: error: this process's launch environment: %s\n", found.error.c_str());
