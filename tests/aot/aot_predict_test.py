@@ -6,12 +6,13 @@ tests/numeric/TestNetworks.h, named by its constant): trains it for one epoch
 on random data (so the checkpoint holds real weights and a fitted min-max
 normaliser), builds the library, compiles tests/aot/aot_main.c *as C* against
 the shared library and against the static one, and runs every entry point on
-random raw inputs. Checks, per output value, |library - predict| <= 1e-5 *
+random raw inputs. Checks, per output value, |library - predict| <= tol *
 max(|predict|, 1e-3 * the sample's largest |output|, 1e-2 * the batch's
-largest |output|, and for a regression 0.1): relative, except for values near
-zero, whose rounding is that of the sums they come from (a regression's
-output near 0 is the difference of terms near 1, so it is held to 1e-6
-absolute); that the _normalized entry
+largest |output|, for a regression 0.1, and where the output layer reads
+only bounded layers the sum of its terms' magnitudes): relative, except for
+values near zero, whose rounding is that of the sums they come from; tol is
+derived from the network's depth and fan-in (rounding_scale), at least 1e-5;
+that the _normalized entry
 point on inputs normalised here with the checkpoint's recorded values, the
 _with_scratch forms, and PREFIX_infer called from 4 threads at once give the
 same bits as PREFIX_infer; and that the static
@@ -63,6 +64,56 @@ def checkpoint_normaliser(path):
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
     return json.loads(header["__metadata__"]["normalizer"])
+
+
+def safetensors(path):
+    """Every tensor of a safetensors file, by name, as float64 arrays."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] != "F32":
+            continue
+        begin, end = info["data_offsets"]
+        tensors[name] = np.frombuffer(data[begin:end], dtype=np.float32).astype(np.float64).reshape(info["shape"])
+    return tensors
+
+
+U32 = 2.0 ** -24  # float32's unit roundoff
+BOUNDED = {"tanh", "sigmoid", "softmax"}  # functions whose values lie in [-1, 1]
+
+
+def rounding_scale(shown, tensors):
+    """How far two float32 evaluations of the network may drift apart, from
+    the computation itself: (per output node, the tolerance's scale; the
+    relative tolerance).
+
+    Float32 rounding of a sum is bounded by a multiple of u * sum(|terms|),
+    not of |sum|: an output that is the small difference of large terms keeps
+    the terms' absolute error. So where the output layer's inputs are bounded
+    (every bundle `all` from a tanh, sigmoid or softmax layer, |h| <= 1), the
+    scale of output o is |b_o| + sum_j |W_oj|, an upper bound of its terms;
+    elsewhere None (the caller keeps its own scale). The relative tolerance is
+    the probabilistic bound of summation error (Higham and Mary, 2019:
+    lambda * sqrt(n) * u, lambda = 4 here) for the largest fan-in n, taken once
+    for each of the network's D layers and for each of the two evaluations,
+    never below 1e-5."""
+    layers = {layer["name"]: layer for layer in shown["layers"]}
+    output = next(layer for layer in shown["layers"] if layer["kind"] == "output")
+    depth = max(layer["depth"] for layer in shown["layers"])
+    fan_in = max((layer["flops"] / layer["nodes"] / 2 for layer in shown["layers"] if layer["kind"] != "input"),
+                 default=1)
+    tolerance = max(TOLERANCE, 2 * depth * 4 * np.sqrt(max(fan_in, 1)) * U32)
+    terms = np.abs(tensors.get(output["name"] + "/biases", np.zeros(output["nodes"])))
+    for bundle in output["bundles"]:
+        weights = tensors.get(f"{output['name']}/{bundle['from']}/weights")
+        source = layers.get(bundle["from"])
+        if bundle["kind"] != "all" or weights is None or source is None or source["function"] not in BOUNDED:
+            return None, tolerance
+        terms = terms + np.abs(weights).sum(axis=1)
+    return terms, tolerance
 
 
 def floats(path):
@@ -138,13 +189,20 @@ def main():
     got = library("shared", "infer", w("in.f32"))
     floor = max(1e-2 * np.abs(expected).max(), 0.1 if task == "regression" else 0.0)
     scale = np.maximum(np.maximum(np.abs(expected), 1e-3 * np.abs(expected).max(axis=1, keepdims=True)), floor)
+    shown = json.loads(run([args.netc, "show", net, "--format", "json"] + size))
+    terms, tolerance = rounding_scale(shown, safetensors(ckpt))
+    # A softmax output p_i moves by at most the largest change of any logit (|dp_i/dz_k| <= 1/2
+    # summed over k <= 1): its scale is the largest logit's terms; other functions' slopes are <= 1.
+    if terms is not None:
+        scale = np.maximum(scale, terms.max() if loss == "cross-entropy" else terms[np.newaxis, :])
     error = np.abs(got.astype(np.float64) - expected) / scale
     worst = np.unravel_index(np.argmax(error), error.shape)
     print(f"{samples} samples x {outputs} outputs: worst relative difference {error.max():.3g} "
-          f"(sample {worst[0]}, output {worst[1]}: library {got[worst]!r}, predict {expected[worst]!r})")
+          f"(sample {worst[0]}, output {worst[1]}: library {got[worst]!r}, predict {expected[worst]!r}); "
+          f"tolerance {tolerance:.3g}{' of the terms' if terms is not None else ''}")
     failures = []
-    if not error.max() <= TOLERANCE:
-        failures.append(f"the library differs from netc predict by {error.max():.3g} > {TOLERANCE}")
+    if not error.max() <= tolerance:
+        failures.append(f"the library differs from netc predict by {error.max():.3g} > {tolerance:.3g}")
 
     # The normaliser the checkpoint recorded, applied here as netc does: (x - offset) * scale in float32.
     norm = checkpoint_normaliser(ckpt)
