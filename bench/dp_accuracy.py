@@ -15,7 +15,7 @@ that reaches it (metrics.jsonl's "seconds", evaluation excluded), median over th
 Runs go round-robin over the configurations, one seed at a time, so drift in the machine's load hits
 them alike.
 
-Needs data/mnist (scripts/prepare_mnist.sh) and mpirun (scripts/setup.sh installs it).
+Needs data/mnist (scripts/prepare_mnist.sh) and mpirun (scripts/setup.sh --mpi installs it).
 
 Usage: python3 bench/dp_accuracy.py [--netc build/tools/netc/netc] [--seeds 1,2,3,4,5]
            [--configs one,ranks2,...] [--local-sgd 4,16,64] [--target 0.97] [--json FILE]

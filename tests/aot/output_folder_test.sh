@@ -18,7 +18,7 @@ if ! command -v unshare >/dev/null || ! unshare -m --propagation private true 2>
   exit 77
 fi
 if ! command -v strace >/dev/null; then
-  echo "SKIP: strace is not installed (scripts/setup.sh installs it): concurrent builds cannot be slowed"
+  echo "SKIP: strace is not installed (scripts/setup.sh --test installs it): concurrent builds cannot be slowed"
   exit 77
 fi
 rm -rf "$work" && mkdir -p "$work"

@@ -26,7 +26,7 @@ def main():
     args = parser.parse_args()
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        print("comm_test: SKIP: mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh installs it)")
+        print("comm_test: SKIP: mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh --test installs it)")
         return SKIP
     command = [mpirun, "-np", str(args.ranks), "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:

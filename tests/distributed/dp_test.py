@@ -29,7 +29,7 @@ Cases (--case; each a CTest test):
   no-mpi        netc does not link libmpi; with it hidden (a private mount namespace), one process
                 trains and 2 ranks say that MPI is missing.
 
-Needs mpirun and numpy (Debian: openmpi-bin, python3-numpy: scripts/setup.sh installs them); exits 77
+Needs mpirun and numpy (Debian: openmpi-bin, python3-numpy: scripts/setup.sh --test installs them); exits 77
 (a CTest SKIP, with the reason) when mpirun is missing, when this machine cannot run 2 processes, or
 (no-mpi) when it cannot make a mount namespace.
 
@@ -73,7 +73,7 @@ class Skip(Exception):
 def mpirun_prefix(ranks):
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        raise Skip("mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh installs it)")
+        raise Skip("mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh --test installs it)")
     command = [mpirun, "-np", str(ranks), "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")

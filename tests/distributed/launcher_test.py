@@ -55,7 +55,7 @@ class Skip(Exception):
 def need_mpirun():
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        raise Skip("mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh installs it)")
+        raise Skip("mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh --test installs it)")
     command = [mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")

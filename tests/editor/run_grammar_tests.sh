@@ -4,7 +4,7 @@
 # and scope unit tests, plus the client's Node tests. Registered with CTest as
 # `editor_grammar`. When npm or editors/vscode/node_modules is missing the test
 # cannot run: it says why and exits 77, which CTest reports as SKIPPED (never
-# as passed). scripts/setup.sh installs both.
+# as passed). scripts/setup.sh --test installs both.
 #
 #   tests/editor/run_grammar_tests.sh [repository root]
 set -euo pipefail

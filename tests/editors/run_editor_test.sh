@@ -4,7 +4,7 @@
 #   run_editor_test.sh neovim NETC SOURCE_DIR   (nvim, editors/neovim/netc.lua)
 #   run_editor_test.sh emacs  NETC SOURCE_DIR   (emacs, editors/emacs/netc-mode.el)
 # Exits 77 (CTest's SKIP_RETURN_CODE for these tests) after saying why when
-# the editor or Eglot is missing; scripts/setup.sh installs them (Debian's
+# the editor or Eglot is missing; scripts/setup.sh --test installs them (Debian's
 # neovim, emacs-nox and elpa-eglot).
 set -euo pipefail
 
@@ -16,7 +16,7 @@ here="$source_dir/tests/editors"
 
 skip() {
   echo "SKIPPED: $*" >&2
-  echo "(scripts/setup.sh installs the editors the editor tests use: neovim, emacs-nox, elpa-eglot)" >&2
+  echo "(scripts/setup.sh --test installs the editors the editor tests use: neovim, emacs-nox, elpa-eglot)" >&2
   exit "$SKIP"
 }
 

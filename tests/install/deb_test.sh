@@ -16,7 +16,7 @@ source=$1 package_build=$2 work=$3
 
 for tool in dpkg-shlibdeps dpkg-deb file; do
   if ! command -v "$tool" >/dev/null; then
-    echo "deb_test: SKIP: $tool is not installed (scripts/setup.sh installs dpkg-dev and file)" >&2
+    echo "deb_test: SKIP: $tool is not installed (scripts/setup.sh --test installs dpkg-dev and file)" >&2
     exit 77
   fi
 done

@@ -11,7 +11,7 @@ set -euo pipefail
 build=$1 source=$2 work=$3 cmake=$4 cc=$5 cxx=$6
 
 if ! command -v pkg-config >/dev/null; then
-  echo "install_test: SKIP: pkg-config is not installed (scripts/setup.sh installs it)" >&2
+  echo "install_test: SKIP: pkg-config is not installed (scripts/setup.sh --test installs it)" >&2
   exit 77
 fi
 

@@ -34,7 +34,7 @@ How it works:
     test scales its float32 tolerance by it: float32 rounding of a sum is
     bounded by a multiple of eps32 · Σ|terms|, not of |Σ terms|.
 
-Needs numpy (python3-numpy; scripts/setup.sh installs it).
+Needs numpy (python3-numpy; scripts/setup.sh --test installs it).
 """
 
 import numpy as np
