@@ -146,10 +146,10 @@ void checkCycles(ir::Network &net, DiagnosticEngine &diags) {
 /// the way names its source wrongly: an unknown layer (NS0302) or its own
 /// layer (NS0306), in a layer that leads to the output (or is itself cut off
 /// only by such an error). The layer the bundle meant is the did-you-mean of
-/// its NS0302 when that is a cut-off layer (and, when another cut-off layer
-/// reads that one, also any cut-off layer that nothing reads); otherwise (no
-/// suggestion, one that leads to the output anyway, a self-reference) it may
-/// be any cut-off layer that nothing reads. That layer and the cut-off layers leading to it are
+/// its NS0302 when that is a cut-off layer (or, when that hidden layer is in
+/// the middle of a cut-off chain, the chain's end); otherwise (no suggestion,
+/// one that leads to the output anyway, a self-reference) it may be any
+/// cut-off layer that nothing reads. That layer and the cut-off layers leading to it are
 /// claimed by the error, which gets a note with the number of hidden ones,
 /// and get no NS0312. Every layer is claimed at most once: the work is linear
 /// in layers, bundles and diagnostics.
@@ -170,12 +170,29 @@ std::vector<char> claimCutOffLayers(const ir::Network &net, const std::vector<in
 
   std::unordered_map<std::string_view, int> indexOf;
   std::vector<char> read(n, 0);
+  std::vector<int> readers(n, 0), reader(n, -1); // how many layers read each, and the last one
   for (size_t i = 0; i < n; ++i) {
     indexOf.try_emplace(net.layers[i].name, static_cast<int>(i));
     for (const ir::Bundle &bundle : net.layers[i].bundles)
-      if (bundle.source >= 0 && bundle.source != static_cast<int>(i))
+      if (bundle.source >= 0 && bundle.source != static_cast<int>(i)) {
         read[static_cast<size_t>(bundle.source)] = 1;
+        ++readers[static_cast<size_t>(bundle.source)];
+        reader[static_cast<size_t>(bundle.source)] = static_cast<int>(i);
+      }
   }
+  // The end of the chain `layer` starts: the cut-off layers that each read
+  // only the one before them and are the only reader of it; -1 when `layer`
+  // is read by none or by several.
+  auto chainEnd = [&](int layer) {
+    int end = layer;
+    for (size_t steps = 0; steps < n && readers[static_cast<size_t>(end)] == 1; ++steps) {
+      const int next = reader[static_cast<size_t>(end)];
+      if (depth[static_cast<size_t>(next)] >= 0)
+        return -1;
+      end = next;
+    }
+    return end != layer && readers[static_cast<size_t>(end)] == 0 ? end : -1;
+  };
   // The layer Sema's did-you-mean (the fix-it of NS0302) suggests for an
   // unknown source, by the source's position.
   std::unordered_map<uint32_t, int> suggestions;
@@ -241,15 +258,14 @@ std::vector<char> claimCutOffLayers(const ir::Network &net, const std::vector<in
     if (!named.empty()) {
       wrong = named.front();
       named.pop_front();
-      count = claim(wrong.meant);
-      // A suggestion that another cut-off layer reads would still leave that
-      // one cut off: the likelier fix is a layer nothing reads, so the error
-      // stands for those too rather than leaving a warning for each.
-      if (read[static_cast<size_t>(wrong.meant)]) {
-        for (int layer : unread)
-          count += claim(layer);
-        unread.clear();
-      }
+      // A suggestion in the middle of a cut-off chain (H99 of H1 ... H999)
+      // would leave the rest of the chain cut off: the likelier fix is the
+      // chain's end, so the error stands for the whole chain rather than
+      // leaving a warning for each layer after the suggestion.
+      const int end = net.layers[static_cast<size_t>(wrong.meant)].kind == ir::LayerKind::Hidden
+                          ? chainEnd(wrong.meant)
+                          : -1;
+      count = claim(end >= 0 ? end : wrong.meant);
     } else {
       wrong = unnamed.front();
       unnamed.pop_front();
