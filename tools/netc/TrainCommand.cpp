@@ -108,9 +108,16 @@ public:
     }
   }
   ~StopSignals() {
+    // After a stop, a repeated SIGTERM, SIGUSR1 or SIGHUP is still the same
+    // stop: ignored until the process exits with 128 + the first signal,
+    // rather than ending it by the default action on its way out.
+    const bool stopped = gStopSignal != 0;
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
     for (size_t i = 0; i < std::size(kSignals); ++i)
       if (installed_[i])
-        sigaction(kSignals[i], &old_[i], nullptr);
+        sigaction(kSignals[i], stopped && kSignals[i] != SIGINT ? &ignore : &old_[i], nullptr);
   }
   StopSignals(const StopSignals &) = delete;
   StopSignals &operator=(const StopSignals &) = delete;
@@ -390,9 +397,8 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   cmd->add_option("--schedule", args->schedule,
                   "Learning-rate schedule: constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]")
       ->capture_default_str();
-  cmd->add_option(
-         "--init", args->init,
-         "Initialisation: uniform (in ±diameter/2), xavier or he (for deep or ReLU networks)")
+  cmd->add_option("--init", args->init,
+                  "Initialisation: uniform (in ±diameter/2), xavier or he (for deep or ReLU networks)")
       ->capture_default_str();
   cmd->add_option("--init-diameter", s.initDiameter,
                   "Initial weights diameter for --init uniform (Azure: 0.1)")
