@@ -213,11 +213,13 @@ std::vector<LexedToken> lexSource(std::string_view text) {
         continue;
       }
     }
-    if (c == '/' && i + 1 < n && text[i + 1] == '/') {
-      size_t j = i + 2;
+    // `// ...`, and `# ...` (a comment in other languages' syntax: NS0111),
+    // run to the end of the line.
+    if ((c == '/' && i + 1 < n && text[i + 1] == '/') || c == '#') {
+      size_t j = i + 1;
       while (j < n && text[j] != '\r' && text[j] != '\n')
         ++j;
-      emit(L::LINE_COMMENT, i, j, true);
+      emit(c == '#' ? L::HASH_COMMENT : L::LINE_COMMENT, i, j, true);
       i = j;
       continue;
     }
@@ -279,6 +281,9 @@ bool isErrorToken(uint32_t type) {
 }
 bool isUnterminatedCommentToken(uint32_t type) {
   return type == L::UNTERMINATED_COMMENT;
+}
+bool isHashCommentToken(uint32_t type) {
+  return type == L::HASH_COMMENT;
 }
 
 } // namespace netc

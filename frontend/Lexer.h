@@ -47,5 +47,6 @@ std::string_view tokenTypeName(uint32_t type);
 bool isCommentToken(uint32_t type);
 bool isErrorToken(uint32_t type);
 bool isUnterminatedCommentToken(uint32_t type);
+bool isHashCommentToken(uint32_t type); // `# ...`: not a Net# comment (NS0111)
 
 } // namespace netc

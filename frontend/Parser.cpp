@@ -42,7 +42,8 @@ TokenInfo::Category categoryOf(uint32_t type) {
   case P::REAL: return TokenInfo::Category::Real;
   case P::LINE_COMMENT:
   case P::BLOCK_COMMENT:
-  case P::UNTERMINATED_COMMENT: return TokenInfo::Category::Comment;
+  case P::UNTERMINATED_COMMENT:
+  case P::HASH_COMMENT: return TokenInfo::Category::Comment; // an error too (NS0111), shown as what was meant
   case P::ERROR_CHAR: return TokenInfo::Category::Error;
   default:
     return type >= P::CONST && type <= P::FALSE ? TokenInfo::Category::Keyword
@@ -124,12 +125,16 @@ public:
   SyntaxErrorListener(DiagnosticEngine &diags, uint32_t fileSize) : diags_(diags), fileSize_(fileSize) {}
 
   void syntaxError(antlr4::Recognizer *recognizer, Token *offending, size_t, size_t, const std::string &,
-                   std::exception_ptr) override {
+                   std::exception_ptr error) override {
     if (diags_.errorLimitReached())
       throw ErrorLimitReached();
     auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
     if (!parser)
       return;
+    if (Token *word = strayStatementWord(parser, offending, error)) {
+      reportStrayStatementWord(word);
+      return;
+    }
     SourceRange range = rangeOf(offending);
     // A folded tuple of numbers (foldNumberTuples) is reported at its '['.
     const bool foldedTuple = offending && offending->getType() == P::NUMBER_LIST;
@@ -184,6 +189,46 @@ public:
     }
     diags_.report(DiagId::SyntaxError, range,
                   "expected " + describeExpected(vocabulary, expected) + ", found " + found);
+  }
+
+  /// A word where a statement starts that no alternative can continue
+  /// (`hash output O [2] ...`, `a b input X [2];`): ANTLR gives up on the
+  /// token after it and names that one, though the word is the problem.
+  static Token *strayStatementWord(antlr4::Parser *parser, Token *offending, std::exception_ptr error) {
+    Token *start = nullptr;
+    try {
+      if (error)
+        std::rethrow_exception(error);
+    } catch (const antlr4::NoViableAltException &noViableAlternative) {
+      start = noViableAlternative.getStartToken();
+    } catch (...) {
+    }
+    if (!start || start == offending || start->getType() != P::IDENT || !validIndex(start->getTokenIndex()))
+      return nullptr;
+    antlr4::TokenStream *tokens = parser->getTokenStream();
+    for (size_t i = start->getTokenIndex(); i-- > 0;) {
+      Token *previous = tokens->get(i);
+      if (previous->getChannel() != Token::DEFAULT_CHANNEL)
+        continue;
+      return previous->getType() == P::SEMI || previous->getType() == P::RBRACE ? start : nullptr;
+    }
+    return start; // the file's first word
+  }
+
+  /// Reports such a word: a misspelled statement keyword (with its fix-it),
+  /// or a word that does not start a statement.
+  void reportStrayStatementWord(Token *word) {
+    const SourceRange range = rangeOf(word);
+    if (!reported_.insert(range.begin).second)
+      return;
+    lastErrorToken_ = word->getTokenIndex();
+    const std::string text = word->getText();
+    if (auto match = closestMatch(text, {"const", "input", "hidden", "output", "share"})) {
+      withFixIt(diags_.report(DiagId::MisspelledKeyword, range, text, *match), range, *match);
+      return;
+    }
+    diags_.report(DiagId::UnknownStatement, range, text,
+                  "'const', 'input', 'hidden', 'output', 'share' or ';'");
   }
 
   static bool statementEndsBetween(antlr4::Parser *parser, size_t from, size_t to) {
@@ -288,6 +333,10 @@ std::vector<TokenInfo> describeTokens(const SourceFile &file, const std::vector<
     }
     if (isUnterminatedCommentToken(token.type)) {
       diags.report(DiagId::UnterminatedComment, {range.begin, range.begin + 2});
+    }
+    if (isHashCommentToken(token.type)) {
+      const SourceRange hash{range.begin, range.begin + 1};
+      withFixIt(diags.report(DiagId::HashComment, hash), hash, "//");
     }
     out.push_back({categoryOf(token.type), static_cast<uint16_t>(token.type), range});
   }

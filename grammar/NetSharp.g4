@@ -181,4 +181,7 @@ WS            : [ \t\r\n\f]+ -> channel(HIDDEN) ;
 // An unterminated block comment and any other character become hidden tokens
 // of their own, so the lexer never fails; the front end reports them located.
 UNTERMINATED_COMMENT : '/*' ( ~'*' | '*'+ ~[*/] )* '*'* EOF -> channel(HIDDEN) ;
+// `# ...`, a comment in other languages' syntax, is one token to the end of
+// the line: one error with a fix-it, and its words are not parsed.
+HASH_COMMENT : '#' ~[\r\n]* -> channel(HIDDEN) ;
 ERROR_CHAR : . -> channel(HIDDEN) ;

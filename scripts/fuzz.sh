@@ -2,14 +2,16 @@
 # fuzz.sh -- builds the libFuzzer targets (tests/fuzz/FuzzCheck.cpp and
 # FuzzLsp.cpp) with clang-14, ASan and UBSan in its own build directory, then
 # fuzzes the parser, Sema, passes, dumps and formatter, and then the language
-# server, for a bounded number of runs each,
+# server, for a bounded number of runs (and, when asked, seconds) each,
 # seeded with a copy of examples/*.net and a Net# dictionary. Exits non-zero
 # when libFuzzer finds a crash, leak, timeout or broken invariant; the input
 # is kept under BUILD_DIR/fuzz-artifacts/. Safe to run again (reconfigures
 # and rebuilds only what changed).
 #
 # Usage: scripts/fuzz.sh [RUNS] [-- extra libFuzzer flags]
-# Environment: NETC_FUZZ_RUNS (default 20000), NETC_FUZZ_SEED (default 1),
+# Environment: NETC_FUZZ_RUNS (default 20000), NETC_FUZZ_SECONDS (each
+# target stops after this many seconds even short of its runs; default 0:
+# no limit), NETC_FUZZ_SEED (default 1),
 # NETC_FUZZ_BUILD_DIR (default build-fuzz), NETC_FUZZ_CORPUS (a directory to
 # keep the evolving corpus in; default a temporary copy that is removed).
 # Replay a saved input: BUILD_DIR/tests/fuzz/netc_fuzz_check FILE
@@ -23,6 +25,8 @@ if [[ $# -gt 0 && $1 != -- ]]; then
 fi
 [[ ${1:-} == -- ]] && shift
 [[ $runs =~ ^[0-9]+$ ]] || { echo "fuzz.sh: RUNS must be a number, not '$runs'" >&2; exit 2; }
+seconds=${NETC_FUZZ_SECONDS:-0}
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: NETC_FUZZ_SECONDS must be a number, not '$seconds'" >&2; exit 2; }
 dir=${NETC_FUZZ_BUILD_DIR:-build-fuzz}
 
 cc=$(command -v clang-14 || true)
@@ -56,7 +60,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_retu
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 "$dir/tests/fuzz/netc_fuzz_check" "$corpus" \
-  -runs="$runs" -seed="${NETC_FUZZ_SEED:-1}" \
+  -runs="$runs" -max_total_time="$seconds" -seed="${NETC_FUZZ_SEED:-1}" \
   -dict=tests/fuzz/netsharp.dict -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
   -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" || status=$?
 if [[ $status -ne 0 ]]; then
@@ -64,11 +68,11 @@ if [[ $status -ne 0 ]]; then
   ls -l "$artifacts" >&2 || true
   exit "$status"
 fi
-# The language server: the same number of runs, from the examples as documents.
+# The language server: the same bounds, from the examples as documents.
 lsp_corpus=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-lsp.XXXXXX")
 cp examples/*.net "$lsp_corpus"/
 "$dir/tests/fuzz/netc_fuzz_lsp" "$lsp_corpus" \
-  -runs="$runs" -seed="${NETC_FUZZ_SEED:-1}" -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
+  -runs="$runs" -max_total_time="$seconds" -seed="${NETC_FUZZ_SEED:-1}" -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
   -artifact_prefix="$artifacts/lsp-" -print_final_stats=1 "$@" || status=$?
 rm -rf "$lsp_corpus"
 if [[ $status -ne 0 ]]; then
@@ -76,4 +80,4 @@ if [[ $status -ne 0 ]]; then
   ls -l "$artifacts" >&2 || true
   exit "$status"
 fi
-echo "fuzz.sh: no failure found (at most $runs runs per target; libFuzzer's statistics are above)"
+echo "fuzz.sh: no failure found (at most $runs runs$( ((seconds)) && echo " or $seconds s") per target; libFuzzer's statistics are above)"

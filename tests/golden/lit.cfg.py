@@ -15,6 +15,11 @@ config.substitutions.append(("%python", config.python))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("not ", os.path.join(os.path.dirname(config.filecheck), "not") + " "))
 config.environment["NO_COLOR"] = "1"
+# The kernels a run picks: OpenBLAS's (OPENBLAS_CORETYPE) and netc's own
+# (NETC_CPU_ISA), which scripts/test.sh's second pass forces to the generic ones.
+for name in ("OPENBLAS_CORETYPE", "NETC_CPU_ISA"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
 # netc build and --emit=llvm need the LLVM plugin (NETC_WITH_LLVM): their tests say REQUIRES: netc-llvm.
 if config.netc_llvm.upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("netc-llvm")

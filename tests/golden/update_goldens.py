@@ -18,6 +18,8 @@ import subprocess
 import sys
 from typing import NamedTuple, Optional
 
+import long_lines
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NETC = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build/tools/netc/netc")
 DUMPS = ROOT / "tests/golden/dumps"
@@ -32,6 +34,7 @@ class Run(NamedTuple):
     prefix: str = "CHECK"        # FileCheck's --check-prefix
     cwd: Optional[str] = None    # where the command starts, with lit's substitutions
     allow_failure: bool = False  # a non-zero exit is the expected output: its messages are pinned
+    long_lines: bool = False     # lines over long_lines.LIMIT characters are pinned by a digest
 
 
 class Test(NamedTuple):
@@ -42,9 +45,10 @@ class Test(NamedTuple):
 
 
 def compile_test(name, example, emit, flags):
-    """A `netc compile --emit` dump of one example."""
+    """A `netc compile --emit` dump of one example (an LLVM module's constant
+    tables, one line each, pinned by their digests: long_lines.py)."""
     return Test(name, f"{emit.upper()} dump of examples/{example}; {REGENERATE}",
-                [Run(["compile", f"--emit={emit}", *flags, f"%examples/{example}"])],
+                [Run(["compile", f"--emit={emit}", *flags, f"%examples/{example}"], long_lines=emit == "llvm")],
                 "netc-llvm" if emit == "llvm" else None)
 
 
@@ -139,6 +143,8 @@ def run_lines(test_name, run):
     if not failed and result.stderr:
         sys.exit(f"{test_name}: {' '.join(cmd)} wrote to stderr, which the test would not check:\n{result.stderr}")
     out = result.stdout
+    if run.long_lines:
+        out = "".join(long_lines.shorten(line) + "\n" for line in out.rstrip("\n").split("\n"))
     if not out.strip():
         sys.exit(f"{test_name}: {' '.join(cmd)} printed nothing to check")
     if str(ROOT) in out:
@@ -146,6 +152,8 @@ def run_lines(test_name, run):
     run_line = ("not " if failed else "") + "%netc " + " ".join(run.args) + (" 2>&1" if failed else "")
     if run.cwd:
         run_line = f"cd {run.cwd} && {run_line}"
+    if run.long_lines:
+        run_line += " | %python %S/../long_lines.py"
     prefix_flag = "" if run.prefix == "CHECK" else f" --check-prefix={run.prefix}"
     lines = [f"RUN: {run_line} | FileCheck %s{prefix_flag} --match-full-lines --strict-whitespace"]
     checks = []

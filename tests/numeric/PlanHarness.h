@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -100,19 +101,28 @@ inline bool isFloatData(const plan::Buffer &buffer) {
 using State = std::vector<std::vector<float>>;
 
 /// Which CPU backend a Machine runs: threads, the reference kernels or the
-/// fast ones, and for those the instruction set (empty: the best).
+/// fast ones, and for those the instruction set (empty: $NETC_CPU_ISA, which
+/// scripts/test.sh's second pass sets to baseline, else the best).
 struct MachineKind {
   int threads = 1;
   bool reference = false;
   std::string variant;
 };
 
+/// The instruction set of a MachineKind that names none.
+inline std::string instructionSetOf(const MachineKind &kind) {
+  if (!kind.variant.empty())
+    return kind.variant;
+  const char *fromEnvironment = std::getenv("NETC_CPU_ISA");
+  return fromEnvironment ? fromEnvironment : "";
+}
+
 /// A plan loaded on one CPU backend with a fixed batch.
 class Machine {
 public:
   Machine(const plan::Plan &plan, int64_t batch, const MachineKind &kind)
       : plan_(&plan), batch_(batch),
-        backend_(runtime::makeCpuBackend({kind.threads, 0, kind.variant}, kind.reference)) {
+        backend_(runtime::makeCpuBackend({kind.threads, 0, instructionSetOf(kind)}, kind.reference)) {
     Status s = backend_->load(plan, batch);
     EXPECT_TRUE(s.ok()) << s.message();
   }
