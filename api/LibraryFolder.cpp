@@ -2,6 +2,7 @@
 #include "api/LibraryFolder.h"
 
 #include "netc/netc.h"
+#include "support/ErrnoText.h"
 #include "support/PrintableText.h"
 
 #include <fmt/format.h>
@@ -76,10 +77,6 @@ Status notNetcsFolder(const fs::path &out, const FolderContents &contents) {
                   "or empty folder, or pass --overwrite to replace only the files netc build writes "
                   "(the header, the libraries, the object and README.md) and keep the rest",
                   shown(out), names));
-}
-
-std::string errnoText(int error) {
-  return std::strerror(error);
 }
 
 /// Holds an exclusive flock on a folder while it lives.

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -24,6 +25,13 @@ inline std::string groupDigits(int64_t value) {
     out += digits[i];
   }
   return (value < 0 ? "-" : "") + out;
+}
+
+/// The shortest text that reads back as the same float: 0.1f -> "0.1".
+inline std::string shortestText(float value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
 }
 
 /// {5, 13, 13} -> "[5, 13, 13]".

@@ -7,6 +7,7 @@
 // formulas in Optimizer.h literally, one element at a time, in double.
 #include "runtime/optim/Optimizer.h"
 #include "runtime/optim/UpdateMath.h"
+#include "support/NumberText.h"
 
 #include <algorithm>
 #include <cassert>
@@ -31,13 +32,6 @@ const OptimizerInfo kOptimizers[] = {
 
 const OptimizerInfo &info(OptimizerKind kind) {
   return kOptimizers[static_cast<int>(kind)];
-}
-
-/// Shortest round-trip spelling of a float, for messages.
-std::string formatFloat(float value) {
-  char buffer[32];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
 }
 
 // --- references --------------------------------------------------------------
@@ -130,7 +124,7 @@ std::string_view stateSlotName(OptimizerKind kind, int slot) {
 
 std::string validate(const Hyperparameters &hp) {
   auto finite = [](float x) { return std::isfinite(x); };
-  auto got = [](float x) { return ", got " + formatFloat(x); };
+  auto got = [](float x) { return ", got " + shortestText(x); };
   if (!finite(hp.learningRate) || !(hp.learningRate > 0))
     return "--lr must be a positive number" + got(hp.learningRate);
   if (!(hp.momentum >= 0 && hp.momentum < 1))

@@ -2,6 +2,7 @@
 // Schedules.def, the `--schedule` parser and printer, and the rate formulas
 // (computed in double, returned as float).
 #include "runtime/optim/Schedule.h"
+#include "support/NumberText.h"
 
 #include <algorithm>
 #include <charconv>
@@ -60,12 +61,6 @@ template <class T> std::optional<T> parseNumber(std::string_view text) {
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
     return std::nullopt;
   return value;
-}
-
-std::string formatFloat(float value) {
-  char buffer[32];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
 }
 
 } // namespace
@@ -130,9 +125,9 @@ std::string formatSchedule(const Schedule &schedule) {
   switch (schedule.kind) {
   case ScheduleKind::Constant: break;
   case ScheduleKind::Step:
-    text += ":" + std::to_string(schedule.stepEpochs) + ":" + formatFloat(schedule.gamma);
+    text += ":" + std::to_string(schedule.stepEpochs) + ":" + shortestText(schedule.gamma);
     break;
-  case ScheduleKind::Cosine: text += ":" + formatFloat(schedule.minLearningRate); break;
+  case ScheduleKind::Cosine: text += ":" + shortestText(schedule.minLearningRate); break;
   }
   return text;
 }

@@ -3,6 +3,7 @@
 // registry of temporaries is the one piece of process-wide state here: a
 // signal handler cannot be handed anything else.
 #include "runtime/train/RunFiles.h"
+#include "support/ErrnoText.h"
 
 #include "support/PrintableText.h"
 
@@ -33,10 +34,6 @@ namespace netc::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string errnoText(int error) {
-  return std::error_code(error, std::generic_category()).message();
-}
 
 // ---- temporaries ----------------------------------------------------------
 

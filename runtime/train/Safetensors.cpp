@@ -111,10 +111,6 @@ Expected<uint64_t> byteSizeOf(std::string_view name, std::string_view dtype, std
   return static_cast<uint64_t>(*bytes);
 }
 
-std::string errnoText(int error) {
-  return std::error_code(error, std::generic_category()).message();
-}
-
 } // namespace detail
 
 using namespace detail;

@@ -3,6 +3,7 @@
 // arithmetic and the quoting used in messages. Internal to netc_runtime_train.
 #pragma once
 
+#include "support/ErrnoText.h"
 #include "support/Status.h"
 
 #include <cstddef>
@@ -27,7 +28,5 @@ std::optional<int64_t> elementsOf(std::span<const int64_t> shape);
 /// The byte size of shape x dtype, or an error naming the tensor (unknown or
 /// unsupported dtype, negative dimension, overflow).
 Expected<uint64_t> byteSizeOf(std::string_view name, std::string_view dtype, std::span<const int64_t> shape);
-/// The text for an errno value (thread-safe).
-std::string errnoText(int error);
 
 } // namespace netc::train::detail

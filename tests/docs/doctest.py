@@ -17,7 +17,8 @@ its info string, the words after the opening ```:
                          A line "..." (alone, or followed by spaces and a "(comment)") matches any
                          number of lines. Modifiers after "doctest": needs=mnist (data/mnist must
                          exist), needs=gpu (nvidia-smi lists a GPU), needs=mpi-hosts (the
-                         environment names a host file in NETC_DOCTEST_MPI_HOSTS), long (run only
+                         environment names a host file in NETC_DOCTEST_MPI_HOSTS), needs=llvm (the
+                         build has netc build's LLVM plugin), long (run only
                          with --long or NETC_DOCTEST_LONG=1). A block whose need is missing is
                          skipped, and every skip is printed with its reason.
   any other block        not run.
@@ -58,7 +59,7 @@ import sys
 import tempfile
 
 COMMAND_TIMEOUT_S = 300
-KNOWN_NEEDS = ("mnist", "gpu", "mpi-hosts")
+KNOWN_NEEDS = ("mnist", "gpu", "mpi-hosts", "llvm")
 
 
 class Block:
@@ -225,6 +226,10 @@ class Runner:
                 elif need == "mpi-hosts":
                     if not os.environ.get("NETC_DOCTEST_MPI_HOSTS"):
                         return "needs=mpi-hosts: NETC_DOCTEST_MPI_HOSTS names no host file"
+                elif need == "llvm":
+                    if not os.path.isfile(os.path.join(self.build, "codegen/llvm/libnetc-llvm.so")):
+                        return ("needs=llvm: this build has no LLVM plugin for netc build "
+                                "(scripts/setup.sh --llvm, then build again)")
         return None
 
     def bad_modifiers(self, words):

@@ -235,6 +235,14 @@ void printOpProfile(const std::vector<OpProfile> &profile) {
   std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
 }
 
+std::string bytesText(int64_t bytes) {
+  return byteSizeText(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
+}
+
+std::string bytesText(std::optional<int64_t> bytes) {
+  return bytes ? bytesText(*bytes) : "more bytes than can be counted";
+}
+
 std::string durationText(double seconds) {
   if (!std::isfinite(seconds))
     return "-";

@@ -199,6 +199,10 @@ void printOpProfile(const std::vector<OpProfile> &profile);
 void addCostModelOption(CLI::App &app, std::string &spec);
 /// Seconds as text at a readable unit: "812 us", "3.41 ms", "12.3 s", "2.4 h".
 std::string durationText(double seconds);
+/// Bytes as text at a readable unit ("1.5 MiB"); a negative count reads as 0 B.
+std::string bytesText(int64_t bytes);
+/// ... and a count too large to hold ("more bytes than can be counted").
+std::string bytesText(std::optional<int64_t> bytes);
 void addLspCommand(CLI::App &app, int &exitCode);
 
 } // namespace netc::cli

@@ -25,10 +25,6 @@ struct EstimateArgs {
   EstimateSettings settings;
 };
 
-std::string bytesText(int64_t bytes) {
-  return byteSizeText(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
-}
-
 void printText(const EstimateResult &r) {
   std::printf("estimate for network '%s' from cost table '%s' (%s)\n", r.network.c_str(), r.costTable.c_str(),
               r.costTableDevice.c_str());

@@ -68,14 +68,6 @@ std::optional<int64_t> bytesAtBatch(int64_t perSample, int64_t batch, int64_t fi
   return scaled ? checkedAdd(*scaled, fixed) : std::nullopt;
 }
 
-std::string bytesText(int64_t bytes) {
-  return byteSizeText(static_cast<uint64_t>(bytes));
-}
-
-std::string bytesText(std::optional<int64_t> bytes) {
-  return bytes ? bytesText(*bytes) : "more bytes than can be counted";
-}
-
 std::string functionText(const ir::Layer &layer) {
   if (!layer.function)
     return "-";
