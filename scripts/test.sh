@@ -26,8 +26,12 @@ export CUDAARCHS=${CUDAARCHS:-90}
 # -Og -g1 (line tables, enough for the sanitizers' stack traces): about 30%
 # less compile time than -O1 (which was half of -O2 -g's), for tests that run
 # about as fast.
+# A unity build (each target's files compiled a few at a time as one): 40%
+# less again. The fuzzers' tree (scripts/fuzz.sh) compiles the libraries one
+# file at a time, so a missing #include still fails here.
 NETC_BUILD_TYPE=RelWithDebInfo scripts/build.sh build-test -DNETC_SANITIZE=address,undefined -DNETC_BUILD_BENCH=OFF \
-  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG"
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG" \
+  -DCMAKE_UNITY_BUILD=ON
 end_phase "sanitizer build"
 # The Debian package must come from a build without sanitizers: built here
 # (libraries and the CLI only, unoptimised: about 3 CPU-minutes instead of 8),

@@ -139,7 +139,8 @@ TEST(ShuffleTest, StateIsValidated) {
   EXPECT_TRUE(s->epochDone());
 }
 
-Dataset numbered(int64_t count) {
+/// count samples of 2 features: sample i is {i, -i}.
+Dataset numberedPairs(int64_t count) {
   Dataset data;
   data.origin = "numbered";
   data.count = count;
@@ -155,7 +156,7 @@ Dataset numbered(int64_t count) {
 }
 
 TEST(ShuffleTest, ValidationSplit) {
-  Dataset data = numbered(100);
+  Dataset data = numberedPairs(100);
   Expected<ValidationSplit> split = splitValidation(data, 0.2, 11);
   ASSERT_TRUE(split) << split.message();
   EXPECT_EQ(split->validation.count, 20);
@@ -189,7 +190,7 @@ TEST(ShuffleTest, ValidationSplit) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->validation.count, 0);
   EXPECT_EQ(none->train.features, data.features);
-  Expected<ValidationSplit> tiny = splitValidation(numbered(3), 0.01, 11);
+  Expected<ValidationSplit> tiny = splitValidation(numberedPairs(3), 0.01, 11);
   ASSERT_TRUE(tiny);
   EXPECT_EQ(tiny->validation.count, 1);
   for (double bad : {1.0, -0.1, 1.5}) {
@@ -197,7 +198,7 @@ TEST(ShuffleTest, ValidationSplit) {
     ASSERT_FALSE(refused) << bad;
     EXPECT_THAT(refused.message(), HasSubstr("out of range"));
   }
-  Expected<ValidationSplit> empty = splitValidation(numbered(1), 0.5, 11);
+  Expected<ValidationSplit> empty = splitValidation(numberedPairs(1), 0.5, 11);
   ASSERT_FALSE(empty);
   EXPECT_THAT(empty.message(), HasSubstr("leaves none to train on"));
 }

@@ -23,6 +23,10 @@
 
 #include <unistd.h>
 
+/// Expects `part` somewhere in `text`, and shows both when it is not.
+#define EXPECT_CONTAINS(text, part)                                                                          \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "expected '" << (part) << "' in:\n" << (text)
+
 namespace netc::e2e {
 
 using Bytes = std::vector<uint8_t>;

@@ -12,9 +12,6 @@
 namespace netc::e2e {
 namespace {
 
-#define EXPECT_CONTAINS(text, part)                                                                          \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (part) << "' not in: " << (text)
-
 /// One epoch of the seed network on the slice (16 updates), for a checkpoint.
 TrainResult trainQuick(const std::string &outDir, const std::string &net = seedNet()) {
   TrainSettings s = quickSettings(outDir);
@@ -22,7 +19,7 @@ TrainResult trainQuick(const std::string &outDir, const std::string &net = seedN
   return trainNetwork(net, s);
 }
 
-ModelOptions oneThread() {
+ModelOptions oneThreadOptions() {
   ModelOptions o;
   o.threads = 1;
   return o;
@@ -113,7 +110,7 @@ TEST(NotRefused, FewerClassesInTheDataThanOutputs) {
     TrainResult r = trainNetwork(seedNet(), s);
     ASSERT_TRUE(r.ok()) << describe(r);
     EXPECT_EQ(r.trainSamples, count);
-    ModelResult m = Model::load(seedNet(), tmp.file("out/last.safetensors"), oneThread());
+    ModelResult m = Model::load(seedNet(), tmp.file("out/last.safetensors"), oneThreadOptions());
     ASSERT_TRUE(m.model.has_value()) << m.error << "\n" << m.diagnostics;
     EXPECT_EQ(m.model->outputSize(), 10);
     std::string error;
@@ -160,7 +157,7 @@ TEST(Refusal, EvaluateRefusesBadLabelsAndSizes) {
   TempFolder tmp;
   TrainResult t = trainQuick(tmp.file("run"));
   ASSERT_TRUE(t.ok()) << describe(t);
-  ModelResult m = Model::load(seedNet(), tmp.file("run/last.safetensors"), oneThread());
+  ModelResult m = Model::load(seedNet(), tmp.file("run/last.safetensors"), oneThreadOptions());
   ASSERT_TRUE(m.model.has_value()) << m.error;
   // A label of 12 for the 10 outputs.
   std::vector<uint8_t> labels = {0, 1, 12, 3};
@@ -274,7 +271,7 @@ TEST(Refusal, CheckpointOfAnotherNetwork) {
   ASSERT_TRUE(hello.ok()) << describe(hello);
   const std::string checkpoint = tmp.file("hello/last.safetensors");
 
-  ModelResult m = Model::load(seedNet(), checkpoint, oneThread());
+  ModelResult m = Model::load(seedNet(), checkpoint, oneThreadOptions());
   EXPECT_FALSE(m.model.has_value());
   EXPECT_EQ(m.failure, FailureKind::Input);
   EXPECT_CONTAINS(m.error, checkpoint);
@@ -294,8 +291,8 @@ TEST(Refusal, CheckpointOfAnotherNetwork) {
   // The other way round: the seed network's checkpoint in hello-world.
   TrainResult seed = trainQuick(tmp.file("seed"));
   ASSERT_TRUE(seed.ok()) << describe(seed);
-  ModelResult h =
-      Model::load(sourcePath("examples/hello-world.net"), tmp.file("seed/last.safetensors"), oneThread());
+  ModelResult h = Model::load(sourcePath("examples/hello-world.net"), tmp.file("seed/last.safetensors"),
+                              oneThreadOptions());
   EXPECT_EQ(h.failure, FailureKind::Input);
   EXPECT_CONTAINS(h.error, "another network");
 }
@@ -312,7 +309,8 @@ TEST(Refusal, CheckpointWithAnotherShape) {
   text.replace(text.find(from), from.size(), to);
   std::filesystem::create_directories(tmp.file("net"));
   writeText(tmp.file("net/mnist.net"), text);
-  ModelResult m = Model::load(tmp.file("net/mnist.net"), tmp.file("run/last.safetensors"), oneThread());
+  ModelResult m =
+      Model::load(tmp.file("net/mnist.net"), tmp.file("run/last.safetensors"), oneThreadOptions());
   EXPECT_FALSE(m.model.has_value());
   EXPECT_EQ(m.failure, FailureKind::Input);
   EXPECT_CONTAINS(m.error, tmp.file("run/last.safetensors"));
@@ -332,7 +330,7 @@ TEST(Refusal, TruncatedCheckpoint) {
     SCOPED_TRACE("kept " + std::to_string(keep) + " of " + std::to_string(whole.size()) + " bytes");
     const std::string cut = tmp.file("cut.safetensors");
     writeBytes(cut, Bytes(whole.begin(), whole.begin() + long(keep)));
-    ModelResult m = Model::load(seedNet(), cut, oneThread());
+    ModelResult m = Model::load(seedNet(), cut, oneThreadOptions());
     EXPECT_FALSE(m.model.has_value());
     EXPECT_EQ(m.failure, FailureKind::Input);
     EXPECT_CONTAINS(m.error, cut);
@@ -348,7 +346,7 @@ TEST(Refusal, TruncatedCheckpoint) {
     EXPECT_TRUE(r.epochs.empty());
   }
   // A missing checkpoint.
-  ModelResult missing = Model::load(seedNet(), tmp.file("none.safetensors"), oneThread());
+  ModelResult missing = Model::load(seedNet(), tmp.file("none.safetensors"), oneThreadOptions());
   EXPECT_EQ(missing.failure, FailureKind::Input);
   EXPECT_CONTAINS(missing.error, tmp.file("none.safetensors"));
 }

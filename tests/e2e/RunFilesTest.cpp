@@ -20,9 +20,6 @@
 namespace netc::e2e {
 namespace {
 
-#define EXPECT_CONTAINS(text, part)                                                                          \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "expected '" << (part) << "' in:\n" << (text)
-
 /// Every file name in `dir` that contains ".tmp-".
 std::vector<std::string> temporariesIn(const std::string &dir) {
   std::vector<std::string> found;

@@ -13,7 +13,6 @@
 namespace netc::e2e {
 namespace {
 
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 /// Keeps the run header lines (TrainListener::onSetup).
 class SetupRecorder final : public TrainListener {

@@ -121,10 +121,6 @@ private:
   std::vector<float> scratch_;
 };
 
-std::string caseName(const ::testing::TestParamInfo<NetCase> &info) {
-  return info.param.name;
-}
-
 class DeviceParity : public ::testing::TestWithParam<NetCase> {};
 
 /// Op by op: before each op the host-run device dispatch gets the
@@ -196,7 +192,7 @@ TEST_P(DeviceParity, WholeFusedStepMatchesReference) {
   EXPECT_EQ(md[1], mr[1]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Networks, DeviceParity, ::testing::ValuesIn(parityCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Networks, DeviceParity, ::testing::ValuesIn(parityCases()), netCaseName<NetCase>);
 
 /// The corpus exercises every op with a kernel, the fusion, and every
 /// output function on both sides of the dispatch.

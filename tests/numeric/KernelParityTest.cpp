@@ -37,10 +37,6 @@ namespace {
 
 using plan::OpKind;
 
-std::string caseName(const ::testing::TestParamInfo<NetCase> &info) {
-  return info.param.name;
-}
-
 class Parity : public ::testing::TestWithParam<NetCase> {};
 
 /// Op by op: the reference runs the plan; before each op the fast machines
@@ -319,7 +315,7 @@ TEST(ParityThreads, UpdateSplitOverThreadsMatchesOneThread) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Networks, Parity, ::testing::ValuesIn(parityCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Networks, Parity, ::testing::ValuesIn(parityCases()), netCaseName<NetCase>);
 
 /// The corpus exercises every op of Ops.def, every canonical kernel of
 /// KernelKinds.def, every output function on an activate op, and the three

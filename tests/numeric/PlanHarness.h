@@ -109,6 +109,11 @@ struct MachineKind {
   std::string variant;
 };
 
+/// A parameterised test's name: its case's own (`name` is GoogleTest-safe).
+template <typename Case> std::string netCaseName(const ::testing::TestParamInfo<Case> &info) {
+  return info.param.name;
+}
+
 /// The instruction set of a MachineKind that names none.
 inline std::string instructionSetOf(const MachineKind &kind) {
   if (!kind.variant.empty())
