@@ -13,7 +13,6 @@
 namespace netc::e2e {
 namespace {
 
-
 /// Keeps the run header lines (TrainListener::onSetup).
 class SetupRecorder final : public TrainListener {
 public:

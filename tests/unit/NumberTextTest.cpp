@@ -4,6 +4,8 @@
 // 1e+03 ms").
 #include "support/NumberText.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace netc {
@@ -13,6 +15,14 @@ TEST(NumberText, GroupsThousands) {
   EXPECT_EQ(groupDigits(127495), "127,495");
   EXPECT_EQ(groupDigits(-1234), "-1,234");
   EXPECT_EQ(groupDigits(999), "999");
+}
+
+TEST(NumberText, ShortestTextReadsBackAsTheSameFloat) {
+  EXPECT_EQ(shortestText(0.1f), "0.1");
+  EXPECT_EQ(shortestText(1e-30f), "1e-30");
+  EXPECT_EQ(shortestText(0.9f), "0.9");
+  for (float value : {0.1f, 1.0f / 3.0f, 1e-30f, 3.4e38f, -2.5f})
+    EXPECT_EQ(std::stof(shortestText(value)), value) << shortestText(value);
 }
 
 TEST(NumberText, ThreeDigitsNeverUsesTheExponentFormFromOneThousandUp) {
