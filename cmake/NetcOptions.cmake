@@ -48,17 +48,30 @@ endfunction()
 
 # netc_cold_code(target): the code no one waits on -- the front end, the
 # passes, plan building, the API's glue, the LLVM emitter, the language
-# server and the CLI, each milliseconds per run -- compiles at
-# NETC_COLD_CODE_FLAGS in optimised builds: -O1 takes about half the
-# compile time of -O3 on these template-heavy files (api: 45 s -> 15 s),
-# and the main job builds from scratch. The runtime (kernels, optimisers,
-# data, communication, the trainer) keeps the build type's level. Empty
-# compiles everything at the build type's level (scripts/package_deb.sh).
+# server, the CLI, process management, data loading, checkpoints, each
+# milliseconds or a one-off per run -- compiles at NETC_COLD_CODE_FLAGS in
+# optimised builds: -O1 takes about half the compile time of -O3 on these
+# template-heavy files (api: 45 s -> 15 s), and the main job builds from
+# scratch. The kernels and optimisers keep the build type's level, and so do
+# a cold target's files named by netc_hot_sources (per-batch loops). Empty
+# compiles everything at the build type's level.
 set(NETC_COLD_CODE_FLAGS "-O1" CACHE STRING
     "Optimisation of netc's compile-time and glue code in Release and RelWithDebInfo builds (empty: the build type's)")
 function(netc_cold_code target)
   if(NETC_COLD_CODE_FLAGS)
     target_compile_options(${target} PRIVATE
                            "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:Release,RelWithDebInfo>>:${NETC_COLD_CODE_FLAGS}>")
+  endif()
+endfunction()
+
+# netc_hot_sources(source...): files of a cold target (in the calling
+# directory) that run per batch: compiled at the build type's own -O level
+# (CMake then compiles each outside the unity chunks).
+function(netc_hot_sources)
+  if(NETC_COLD_CODE_FLAGS)
+    string(REGEX MATCH "-O[0-9s]" _release "${CMAKE_CXX_FLAGS_RELEASE}")
+    string(REGEX MATCH "-O[0-9s]" _relwithdebinfo "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")
+    set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS
+                                "$<$<CONFIG:Release>:${_release}>;$<$<CONFIG:RelWithDebInfo>:${_relwithdebinfo}>")
   endif()
 endfunction()

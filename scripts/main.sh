@@ -16,12 +16,14 @@ cd "$(dirname "$0")/.."
 start=$SECONDS
 scripts/setup.sh
 scripts/prepare_mnist.sh
+prepared=$SECONDS
 # CUDA code takes minutes to compile for sm_80 and sm_90; without a GPU to run it, leave it out.
 cuda=OFF
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   cuda=AUTO
 fi
 scripts/build.sh build -DNETC_BUILD_TESTS=OFF -DNETC_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON -DNETC_WITH_CUDA=$cuda
+built=$SECONDS
 netc=build/tools/netc/netc
 run() {
   echo
@@ -42,7 +44,8 @@ echo "... (all 1,996 predictions in runs/mnist/predictions.txt)"
 
 # Where the result is, what this build left out, and how to install it.
 echo
-echo "main.sh: done in $((SECONDS - start)) s. netc is $PWD/$netc ($("$netc" --version))."
+echo "main.sh: done in $((SECONDS - start)) s (setup and data $((prepared - start)) s, build $((built - prepared)) s," \
+  "check to predict $((SECONDS - built)) s). netc is $PWD/$netc ($("$netc" --version))."
 if [[ ! -e build/codegen/llvm/libnetc-llvm.so ]]; then
   echo "main.sh: built without LLVM 19: no 'netc build' or --emit=llvm; scripts/setup.sh --llvm, then scripts/build.sh, adds them."
 fi
