@@ -57,10 +57,22 @@ endfunction()
 # compiles everything at the build type's level.
 set(NETC_COLD_CODE_FLAGS "-O1" CACHE STRING
     "Optimisation of netc's compile-time and glue code in Release and RelWithDebInfo builds (empty: the build type's)")
+# The optimised configurations: Release and RelWithDebInfo where their flags
+# say -O2 or -O3 (test.sh's sanitizer tree builds RelWithDebInfo at -Og,
+# which stays as it is).
+set(_netc_optimised_configs "")
+foreach(_config Release RelWithDebInfo)
+  string(TOUPPER ${_config} _upper)
+  if(CMAKE_CXX_FLAGS_${_upper} MATCHES "-O[23]")
+    list(APPEND _netc_optimised_configs ${_config})
+  endif()
+endforeach()
+string(REPLACE ";" "," NETC_OPTIMISED_CONFIGS "${_netc_optimised_configs}")
+
 function(netc_cold_code target)
-  if(NETC_COLD_CODE_FLAGS)
+  if(NETC_COLD_CODE_FLAGS AND NETC_OPTIMISED_CONFIGS)
     target_compile_options(${target} PRIVATE
-                           "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:Release,RelWithDebInfo>>:${NETC_COLD_CODE_FLAGS}>")
+                           "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:${NETC_OPTIMISED_CONFIGS}>>:${NETC_COLD_CODE_FLAGS}>")
   endif()
 endfunction()
 
@@ -68,10 +80,13 @@ endfunction()
 # directory) that run per batch: compiled at the build type's own -O level
 # (CMake then compiles each outside the unity chunks).
 function(netc_hot_sources)
-  if(NETC_COLD_CODE_FLAGS)
-    string(REGEX MATCH "-O[0-9s]" _release "${CMAKE_CXX_FLAGS_RELEASE}")
-    string(REGEX MATCH "-O[0-9s]" _relwithdebinfo "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")
-    set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS
-                                "$<$<CONFIG:Release>:${_release}>;$<$<CONFIG:RelWithDebInfo>:${_relwithdebinfo}>")
+  set(_options "")
+  foreach(_config IN LISTS _netc_optimised_configs)
+    string(TOUPPER ${_config} _upper)
+    string(REGEX MATCH "-O[23]" _level "${CMAKE_CXX_FLAGS_${_upper}}")
+    list(APPEND _options "$<$<CONFIG:${_config}>:${_level}>")
+  endforeach()
+  if(NETC_COLD_CODE_FLAGS AND _options)
+    set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${_options}")
   endif()
 endfunction()
