@@ -55,6 +55,7 @@ public:
       Buffer b;
       b.name = "d" + v.name;
       b.role = BufferRole::Gradient;
+      b.gradientOf = values;
       b.perSample = v.perSample;
       b.shape = v.shape;
       g = plan_.addBuffer(std::move(b));

@@ -12,30 +12,11 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <queue>
 
 namespace netc::plan {
 
 namespace {
-
-/// Layers in an order where every source comes before its destinations.
-std::vector<int> dependencyOrder(const ir::Network &net) {
-  const size_t n = net.layers.size();
-  std::vector<int> pending(n, 0), order;
-  std::vector<std::vector<int>> consumers(n);
-  for (size_t l = 0; l < n; ++l)
-    for (const ir::Bundle &b : net.layers[l].bundles) {
-      ++pending[l];
-      consumers[static_cast<size_t>(b.source)].push_back(static_cast<int>(l));
-    }
-  for (size_t l = 0; l < n; ++l)
-    if (pending[l] == 0)
-      order.push_back(static_cast<int>(l));
-  for (size_t i = 0; i < order.size(); ++i)
-    for (int c : consumers[static_cast<size_t>(order[i])])
-      if (--pending[static_cast<size_t>(c)] == 0)
-        order.push_back(c);
-  return order;
-}
 
 std::string bundleName(const ir::Layer &layer, size_t bundleIndex) {
   const ir::Bundle &b = layer.bundles[bundleIndex];
@@ -91,6 +72,14 @@ public:
         if (opRole(op.kind) == OpRole::Backward && !op.out.empty() &&
             plan_.buffers[static_cast<size_t>(op.out[0])].role == BufferRole::ParameterGrad)
           op.accumulate = true;
+    if (!options_.stageOf.empty()) {
+      if (!options_.training)
+        return fail("only a training plan is cut into pipeline stages");
+      auto remap = keepStage(plan_, net_, options_.stageOf, options_.stage);
+      if (!remap)
+        return remap.error();
+      keepStageTables(*remap);
+    }
     planArenas(plan_, options_.bucketBytes);
     if (accumulating) // the zeroing covers the whole gradient arena
       plan_.ops.front().attrs = UpdateAttrs{options_.update, plan_.arenaElements, 0};
@@ -203,6 +192,17 @@ private:
                           : "parameters and index tables",
         largest->role == BufferRole::Table ? "the index table" : "the tensor", largest->name,
         byteSizeText(static_cast<uint64_t>(largest->fixed) * 4), byteSizeText(limit)));
+  }
+
+  /// The index tables a pipeline stage kept, at their new indices.
+  void keepStageTables(const std::vector<int> &remap) {
+    std::vector<PendingTables> kept;
+    for (PendingTables pending : pendingTables_)
+      if (const int first = remap[static_cast<size_t>(pending.firstBuffer)]; first >= 0) {
+        pending.firstBuffer = first; // a bundle's tables are kept or dropped together, in order
+        kept.push_back(pending);
+      }
+    pendingTables_ = std::move(kept);
   }
 
   /// Builds the index tables of every bundle that has them (IndexTables.cpp).
@@ -334,6 +334,27 @@ private:
       if (layer.hasBias)
         add({static_cast<int>(l), -1}, layer.name + "/biases", {layer.nodes}, true,
             layer.biases ? *layer.biases : std::vector<double>{}, layer.nodes, layer.nodes);
+    }
+    countRandomDraws();
+  }
+
+  /// Each parameter's place in the one random sequence initialisation
+  /// draws from (runtime/train/ModelState.cpp): one value per element of
+  /// its checkpoint tensor (a convolution's weights with their kernel
+  /// biases) unless `Weights =` or `Biases =` gives them, and under Xavier
+  /// or He none for biases.
+  void countRandomDraws() {
+    int64_t uniform = 0, scaled = 0;
+    for (Parameter &p : plan_.parameters) {
+      p.uniformDrawsBefore = uniform;
+      p.scaledDrawsBefore = scaled;
+      if (p.biasOf >= 0 || !p.givenValues.empty())
+        continue; // drawn with its weights, or given
+      const int64_t values =
+          p.count + (p.kernelBias >= 0 ? plan_.parameters[static_cast<size_t>(p.kernelBias)].count : 0);
+      uniform += values;
+      if (!p.isBias)
+        scaled += values;
     }
   }
 
@@ -502,7 +523,9 @@ private:
   /// backward pass finds it through LossAttrs::gradientOf).
   int gradientFor(int values, const std::string &name) {
     const Buffer &v = plan_.buffers[static_cast<size_t>(values)];
-    return valuesBuffer("d" + name, v.shape, BufferRole::Gradient);
+    const int gradient = valuesBuffer("d" + name, v.shape, BufferRole::Gradient);
+    plan_.buffers[static_cast<size_t>(gradient)].gradientOf = values;
+    return gradient;
   }
 
   /// The optimizer state arenas (one per slot, each with a view per
@@ -545,6 +568,30 @@ private:
 };
 
 } // namespace
+
+std::vector<int> dependencyOrder(const ir::Network &net) {
+  const size_t n = net.layers.size();
+  std::vector<int> pending(n, 0), order;
+  std::vector<std::vector<int>> consumers(n);
+  for (size_t l = 0; l < n; ++l)
+    for (const ir::Bundle &b : net.layers[l].bundles) {
+      ++pending[l];
+      consumers[static_cast<size_t>(b.source)].push_back(static_cast<int>(l));
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t l = 0; l < n; ++l)
+    if (pending[l] == 0)
+      ready.push(static_cast<int>(l));
+  while (!ready.empty()) {
+    const int l = ready.top();
+    ready.pop();
+    order.push_back(l);
+    for (int c : consumers[static_cast<size_t>(l)])
+      if (--pending[static_cast<size_t>(c)] == 0)
+        ready.push(c);
+  }
+  return order;
+}
 
 Expected<Plan> buildPlan(const ir::Network &network, const PlanOptions &options) {
   return PlanBuilder(network, options).build();

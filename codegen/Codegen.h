@@ -38,11 +38,24 @@ struct PlanOptions {
   /// buckets as the backward pass finishes them, or average the replicas
   /// every few steps (codegen/PlanCommunication.cpp).
   ReplicaSync replicaSync = ReplicaSync::None;
+  /// Pipeline stages: the stage of each layer of the network (by index;
+  /// stages 0 .. K-1 contiguous in dependency order, the inputs in the first,
+  /// the output in the last), and which stage's plan to build. Empty: the
+  /// whole network.
+  std::vector<int> stageOf = {};
+  int stage = 0;
 };
 
 /// How many state arrays `rule`'s optimizer keeps per parameter
 /// (Optimizers.def): SGD 1 with momentum else 0, Adam 2, AdaDelta 2.
 int stateSlots(const UpdateRule &rule);
+
+/// The network's layers in the order a plan computes them: every source
+/// before its destinations, and among the layers that are ready the
+/// smallest index first (so a declaration order that is already
+/// topological is kept). The partitioning pass (Partition.cpp) and
+/// pipeline stages (`--cut`) cut this order into consecutive runs.
+std::vector<int> dependencyOrder(const ir::Network &network);
 
 /// The plan of `network`, which must have passed every check. A plan whose
 /// fixed buffers would exceed the memory limit is an error that names the
@@ -53,6 +66,18 @@ Expected<Plan> buildPlan(const ir::Network &network, const PlanOptions &options 
 /// `batch` samples; the error gives the size, the limit and the largest
 /// batch that fits. `purpose` starts the message, e.g. "training at batch".
 Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes);
+
+/// Keeps only pipeline stage `stage` of a training plan whose forward, loss
+/// and backward ops are complete (arenas, update and memory not yet
+/// planned): its layers' ops, parameters and buffers, with a receive at the
+/// start of its forward pass for each layer's values an earlier stage
+/// makes and it or a later one reads, a send at the end of it for each it
+/// passes on, and the same for their gradients backward
+/// (codegen/PlanStages.cpp). Returns each old buffer's new index (-1:
+/// dropped). An error names the layers when the cut separates tied
+/// weights, an input from the first stage or the output from the last.
+Expected<std::vector<int>> keepStage(Plan &plan, const ir::Network &network, const std::vector<int> &stageOf,
+                                     int stage);
 
 /// Appends the backward ops of the forward ops (codegen/Autodiff.cpp).
 void appendBackward(Plan &plan);

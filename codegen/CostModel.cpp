@@ -210,7 +210,8 @@ MemoryUse memoryUse(const plan::Plan &plan, int64_t batch) {
     default: m.other += bytes; break;
     }
   }
-  m.activations = saturatingMul(saturatingMul(plan.memory.arenaPerSample, batch), 4);
+  m.activations =
+      saturatingMul(saturatingMul(int64_t{plan.activationSlots} * plan.memory.arenaPerSample, batch), 4);
   m.inputs = saturatingMul(saturatingMul(int64_t{plan.inputSlots} * plan.memory.inputsPerSample, batch), 4);
   return m;
 }

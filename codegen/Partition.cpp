@@ -5,6 +5,7 @@
 // slowest-stage time under the memory limit, a second the fewest cut bytes
 // at that time. When nothing fits, the message names what stands in the way.
 #include "codegen/Partition.h"
+#include "codegen/Codegen.h"
 
 #include "support/ByteSize.h"
 
@@ -476,6 +477,56 @@ Expected<Partition> partitionLayers(const PartitionRequest &request) {
   if (starts.empty())
     return fail("internal error: the partition of least time was lost while minimising its cut bytes");
   return describePartition(request, *graph, costs, starts);
+}
+
+namespace {
+
+/// The layers in `order`, by name: at most 12, then how many more.
+std::string layerList(const ir::Network &network, const std::vector<int> &order) {
+  std::string out;
+  for (size_t p = 0; p < order.size() && p < 12; ++p)
+    out += (p ? ", " : "") + network.layers[static_cast<size_t>(order[p])].name;
+  if (order.size() > 12)
+    out += fmt::format(" and {} more", order.size() - 12);
+  return out;
+}
+
+} // namespace
+
+Expected<std::vector<int>> stagesFromCuts(const ir::Network &network, const std::vector<std::string> &cuts) {
+  const std::vector<int> order = plan::dependencyOrder(network);
+  std::vector<int> position(network.layers.size(), -1);
+  for (size_t p = 0; p < order.size(); ++p)
+    position[static_cast<size_t>(order[p])] = static_cast<int>(p);
+  std::vector<int> starts; // positions where a stage starts
+  for (const std::string &name : cuts) {
+    const int layer = network.findLayer(name);
+    if (layer < 0)
+      return fail(
+          fmt::format("--cut: '{}' is not a layer of network '{}'{}", name, network.name,
+                      network.layers.empty() ? "" : " (its layers: " + layerList(network, order) + ")"));
+    if (network.layers[static_cast<size_t>(layer)].kind == ir::LayerKind::Input)
+      return fail(fmt::format("--cut: '{}' is an input layer; the first stage holds the inputs, so a stage "
+                              "can start only at a hidden or output layer",
+                              name));
+    const int at = position[static_cast<size_t>(layer)];
+    if (std::find(starts.begin(), starts.end(), at) != starts.end())
+      return fail(fmt::format("--cut: '{}' is named twice", name));
+    if (!starts.empty() && at < starts.back())
+      return fail(fmt::format("--cut: '{}' comes before '{}' in the network's order ({}); name the layers "
+                              "that start stages in that order",
+                              name, network.layers[static_cast<size_t>(order[size_t(starts.back())])].name,
+                              layerList(network, order)));
+    starts.push_back(at);
+  }
+  std::vector<int> stageOf(network.layers.size(), 0);
+  int stage = 0;
+  for (size_t p = 0; p < order.size(); ++p) {
+    while (static_cast<size_t>(stage) < starts.size() && static_cast<int>(p) >= starts[size_t(stage)])
+      ++stage;
+    stageOf[static_cast<size_t>(order[p])] = stage;
+  }
+  return stageOf;
 }
 
 } // namespace netc::cost

@@ -14,6 +14,7 @@
 #include "support/Status.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace netc::cost {
@@ -48,6 +49,12 @@ struct Partition {
   /// (M + K - 1) · slowest, then the slowest stage's update.
   double stepUs(int microBatches) const;
 };
+
+/// The stage of every layer (by index) when a stage starts at each layer
+/// named in `cuts` (`netc train --cut`), in the plan's order of the layers
+/// (plan::dependencyOrder). An error names a name that is not a layer, an
+/// input layer, a name given twice, or names out of that order.
+Expected<std::vector<int>> stagesFromCuts(const ir::Network &network, const std::vector<std::string> &cuts);
 
 /// The pipeline bubble (K - 1) / (M + K - 1): the share of a step a stage idles.
 double pipelineBubble(int stages, int microBatches);

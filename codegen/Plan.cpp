@@ -50,6 +50,15 @@ std::string_view bufferRoleName(BufferRole role) {
 std::string communicationName(const Plan &plan, const Op &op) {
   if (op.kind == OpKind::AllReduceWait)
     return "wait for the all-reduces";
+  if (const auto *t = std::get_if<TransferAttrs>(&op.attrs)) {
+    const bool send = op.kind == OpKind::Send;
+    const Buffer &b = plan.buffers[static_cast<size_t>(send ? op.in[0] : op.out[0])];
+    return fmt::format("{} of {} '{}' {} stage {}", send ? "send" : "receive",
+                       t->gradient ? "the gradient of" : "the values of",
+                       t->gradient && b.gradientOf >= 0 ? plan.buffers[static_cast<size_t>(b.gradientOf)].name
+                                                        : b.name,
+                       send ? "to" : "from", t->peer);
+  }
   const CommAttrs &a = op.get<CommAttrs>();
   const std::string values = groupDigits(a.count);
   if (a.bucket >= 0)
@@ -106,16 +115,14 @@ int stateSlots(const UpdateRule &rule) {
 }
 
 int64_t Plan::bytesPerBatch(int64_t batch) const {
-  int64_t elements =
-      (memory.arenaPerSample + inputSlots * memory.inputsPerSample) * batch + memory.fixedElements;
+  int64_t elements = elementsPerSample() * batch + memory.fixedElements;
   return elements * 4;
 }
 
 Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes) {
   const uint64_t limit = maxMemoryBytes ? maxMemoryBytes : machineMemoryBytes();
   const uint64_t fixedBytes = static_cast<uint64_t>(plan.memory.fixedElements) * 4;
-  const uint64_t perSampleBytes =
-      static_cast<uint64_t>(plan.memory.arenaPerSample + plan.inputSlots * plan.memory.inputsPerSample) * 4;
+  const uint64_t perSampleBytes = static_cast<uint64_t>(plan.elementsPerSample()) * 4;
   uint64_t batchBytes = 0, total = 0;
   const bool overflow = __builtin_mul_overflow(perSampleBytes, static_cast<uint64_t>(batch), &batchBytes) ||
                         __builtin_add_overflow(batchBytes, fixedBytes, &total);

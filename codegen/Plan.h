@@ -88,6 +88,8 @@ struct Buffer {
   int viewOf = -1;
   int64_t viewOffset = 0;
   std::vector<int32_t> table; // contents of a Table buffer
+  /// A Gradient buffer: the values buffer it is the gradient of (-1: none).
+  int gradientOf = -1;
   bool batchScaled() const { return perSample > 0; }
   bool isInput() const { return role == BufferRole::Features || role == BufferRole::Labels; }
 };
@@ -158,8 +160,15 @@ struct CommAttrs {
   bool mean = false;
   int bucket = -1; // the gradient bucket it reduces (-1: not a bucket)
 };
+/// A send or receive between neighbouring pipeline stages (codegen/PlanStages.cpp):
+/// a layer's values (forward) or their gradient (backward), one micro-batch.
+struct TransferAttrs {
+  int peer = -1;  // the stage sent to or received from
+  int layer = -1; // the network layer whose values (or their gradient) move
+  bool gradient = false;
+};
 using OpAttrs = std::variant<NoAttrs, SliceAttrs, DenseAttrs, SparseAttrs, ConvAttrs, WindowAttrs,
-                             ActivationAttrs, LossAttrs, UpdateAttrs, CommAttrs>;
+                             ActivationAttrs, LossAttrs, UpdateAttrs, CommAttrs, TransferAttrs>;
 
 struct Op {
   OpKind kind = OpKind::Dense;
@@ -189,7 +198,13 @@ struct Parameter {
   std::vector<ir::ParamRef> owners;
   std::vector<double> givenValues; // Weights = / Biases = (empty: random); kernel rows with the bias first
   int64_t fanIn = 1, fanOut = 1;   // for Xavier / He initialisation
-  double gain = 1;                 // Xavier gain for the destination's function (4 for sigmoid, Glorot 2010)
+  /// Random values drawn for the network's parameters before this one, in
+  /// the order of the whole network's plan: under uniform initialisation,
+  /// and under Xavier or He (which draw none for biases). A pipeline
+  /// stage's plan holds some of the parameters; starting each at its place
+  /// in the one random sequence gives every stage the values one process would.
+  int64_t uniformDrawsBefore = 0, scaledDrawsBefore = 0;
+  double gain = 1; // Xavier gain for the destination's function (4 for sigmoid, Glorot 2010)
   bool isBias = false;
   int kernelBias = -1; // convolution weights: the Parameter holding their kernel biases
   int biasOf = -1;     // kernel biases: the weights Parameter whose checkpoint tensor holds them
@@ -236,6 +251,9 @@ struct Plan {
   /// The input arena holds this many copies of the features and labels: the
   /// host fills one while a step reads another.
   int inputSlots = 2;
+  /// The activation arena holds this many copies: a pipeline stage keeps
+  /// each micro-batch in flight in one (train/PipelineSchedule.h); 1 elsewhere.
+  int activationSlots = 1;
   int64_t featureCount = 0, outputNodes = 0;
   LossKind loss = LossKind::CrossEntropy;
   ir::Activation outputFunction = ir::Activation::Softmax;
@@ -249,11 +267,18 @@ struct Plan {
   size_t stepBegin = 0, forwardEnd = 0, lossEnd = 0, backwardEnd = 0, updateEnd = 0;
   /// How the replicas of a data-parallel run stay together (PlanOptions).
   ReplicaSync replicaSync = ReplicaSync::None;
+  /// A pipeline stage's plan: stage `stage` of `stages` (codegen/PlanStages.cpp);
+  /// a whole network's plan is stage 0 of 1.
+  int stage = 0, stages = 1;
   MemorySummary memory;
 
   int addBuffer(Buffer buffer);
   /// Planned bytes at `batch` samples (the backend's workspace excluded).
   int64_t bytesPerBatch(int64_t batch) const;
+  /// Batch-scaled elements per sample: every activation and input slot.
+  int64_t elementsPerSample() const {
+    return activationSlots * memory.arenaPerSample + inputSlots * memory.inputsPerSample;
+  }
 };
 
 } // namespace netc::plan

@@ -69,6 +69,9 @@ std::string attributes(const Op &op) {
       return fmt::format(" {} @{} count={}{}", a.mean ? "mean" : "sum", a.offset, a.count,
                          a.bucket >= 0 ? fmt::format(" bucket={}", a.bucket) : std::string());
     }
+    std::string operator()(const TransferAttrs &a) const {
+      return fmt::format(" {} stage={}", a.gradient ? "gradient" : "values", a.peer);
+    }
     std::string operator()(const UpdateAttrs &a) const {
       return fmt::format(" optimizer={} count={} state-slots={}", optimizerName(a.rule.optimizer), a.count,
                          a.stateSlots);
@@ -118,6 +121,10 @@ std::string printPlan(const Plan &plan) {
                      plan.gradientArena >= 0
                          ? fmt::format(" (gradients and {} state slot(s) alike)", plan.stateArenas.size())
                          : std::string());
+  if (plan.stages > 1)
+    out += fmt::format("pipeline stage {} of {}{}\n", plan.stage, plan.stages,
+                       plan.activationSlots > 1 ? fmt::format(", {} activation slots", plan.activationSlots)
+                                                : std::string());
   if (plan.replicaSync != ReplicaSync::None)
     out += fmt::format("replicas {}\n", replicaSyncName(plan.replicaSync));
   for (size_t i = 0; i < plan.buckets.size(); ++i) {

@@ -20,6 +20,18 @@ size_t dataTypeSize(DataType type) {
   return 1;
 }
 
+Expected<int64_t> Communicator::startSend(const void *, int64_t, int peer, std::string_view what) {
+  return fail(fmt::format("{}: the {} to rank {} needs non-blocking transfers, which the '{}' communicator "
+                          "does not have",
+                          rankName(rank(), size()), what, peer, kind()));
+}
+
+Expected<int64_t> Communicator::startReceive(void *, int64_t, int peer, std::string_view what) {
+  return fail(fmt::format("{}: the {} from rank {} needs non-blocking transfers, which the '{}' communicator "
+                          "does not have",
+                          rankName(rank(), size()), what, peer, kind()));
+}
+
 std::string Communicator::position() const {
   if (step_ <= 0)
     return "before the first training step";

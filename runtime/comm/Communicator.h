@@ -56,7 +56,7 @@ public:
   /// request to wait for.
   virtual Expected<int64_t> startAllReduce(void *data, int64_t count, DataType type, ReduceOp op,
                                            std::string_view what) = 0;
-  /// Waits (at most the timeout) for a started all-reduce.
+  /// Waits (at most the timeout) for a started all-reduce, send or receive.
   virtual Status wait(int64_t request) = 0;
   /// Lets started all-reduces advance without waiting for them: a transport
   /// that moves data only inside its own calls (MPI over shared memory) is
@@ -72,6 +72,14 @@ public:
   virtual Status send(const void *data, int64_t bytes, int peer, std::string_view what) = 0;
   /// Receives exactly `bytes` bytes from rank `peer`.
   virtual Status receive(void *data, int64_t bytes, int peer, std::string_view what) = 0;
+  /// Starts sending `bytes` bytes at `data` to rank `peer` (pipeline
+  /// stages); `data` must not change until wait(request) returns. Messages
+  /// from one rank to another arrive in the order they were started. By
+  /// default refused: a communicator without non-blocking transfers.
+  virtual Expected<int64_t> startSend(const void *data, int64_t bytes, int peer, std::string_view what);
+  /// Starts receiving exactly `bytes` bytes from rank `peer` into `data`,
+  /// complete once wait(request) returns.
+  virtual Expected<int64_t> startReceive(void *data, int64_t bytes, int peer, std::string_view what);
   /// Returns once every rank has called it.
   virtual Status barrier(std::string_view what) = 0;
   /// Ends this rank's part in the job once every rank has called it; no

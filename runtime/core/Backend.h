@@ -126,12 +126,24 @@ public:
   /// in this backend's memory); null: none (a plan without such ops). Must
   /// outlive every run.
   virtual void attach(comm::Communicator *communicator) = 0;
+  /// A pipeline stage's plan (Plan::stages > 1): the communicator of its
+  /// pipeline, where rank r holds stage r; its send and receive ops go
+  /// through it. A receive completes inside its op; a send starts there,
+  /// from a copy, and completes before the plan's update op runs (or, in a
+  /// plan without one, at the end of the run), so that neighbouring stages
+  /// sending to each other never wait for each other. Values move in the
+  /// interface's sample-major order whatever each backend holds. A backend
+  /// that cannot run stages refuses their plans at load. Must outlive every run.
+  virtual void attachStages(comm::Communicator * /*stages*/) {}
   /// Runs ops [first, last) of the loaded plan on a batch of `batch` samples
-  /// read from input slot `inputSlot`. Fails in a communication op (its
-  /// communicator's error: a rank that did not answer, ...) or, on a device,
-  /// when the device reports an error (that op's, or one kept from an earlier
-  /// call that could not return it); the ops after it are not run.
-  virtual Status run(size_t first, size_t last, int64_t batch, int inputSlot = 0) = 0;
+  /// read from input slot `inputSlot`, with the activations of activation
+  /// slot `activationSlot` (a pipeline stage keeps each micro-batch in
+  /// flight in a slot of its own: Plan::activationSlots). Fails in a
+  /// communication op (its communicator's error: a rank that did not
+  /// answer, ...) or, on a device, when the device reports an error (that
+  /// op's, or one kept from an earlier call that could not return it); the
+  /// ops after it are not run.
+  virtual Status run(size_t first, size_t last, int64_t batch, int inputSlot = 0, int activationSlot = 0) = 0;
   /// Waits for everything issued so far.
   virtual void synchronize() = 0;
 };

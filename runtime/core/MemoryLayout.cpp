@@ -9,7 +9,7 @@ Expected<MemoryLayout> layoutMemory(const plan::Plan &plan, int64_t columns) {
   if (columns <= 0)
     return fail(fmt::format("batch size must be positive, got {}", columns));
   const int64_t limit = int64_t{1} << 40; // elements: far beyond any device
-  const int64_t perSample = plan.memory.arenaPerSample + plan.inputSlots * plan.memory.inputsPerSample;
+  const int64_t perSample = plan.elementsPerSample();
   if (perSample > limit / columns)
     return fail(
         fmt::format("the plan needs {} values per sample; with batch {} that exceeds what can be allocated",
@@ -17,7 +17,7 @@ Expected<MemoryLayout> layoutMemory(const plan::Plan &plan, int64_t columns) {
   MemoryLayout out;
   out.columns = columns;
   out.offset.assign(plan.buffers.size(), -1);
-  out.inputBegin = plan.memory.arenaPerSample * columns;
+  out.inputBegin = plan.activationSlots * plan.memory.arenaPerSample * columns;
   out.inputSlotElements = plan.memory.inputsPerSample * columns;
   int64_t next = out.inputBegin + plan.inputSlots * out.inputSlotElements;
   for (size_t b = 0; b < plan.buffers.size(); ++b) {

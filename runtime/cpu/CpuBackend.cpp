@@ -173,7 +173,7 @@ public:
         maxBatch > limit ? maxBatch : (maxBatch + cpu::kLaneChunk - 1) / cpu::kLaneChunk * cpu::kLaneChunk;
     lanes_ = reference_ ? 0 : padded;
     columns_ = lanes_ ? lanes_ : maxBatch;
-    const int64_t perSample = plan.memory.arenaPerSample + plan.inputSlots * plan.memory.inputsPerSample;
+    const int64_t perSample = plan.elementsPerSample();
     if (perSample > limit / columns_)
       return fail(fmt::format("the plan needs {} values per sample; with batch {} that exceeds what can be "
                               "allocated",
@@ -187,6 +187,7 @@ public:
     }
     started_.clear();
     started_.reserve(plan.buckets.size() + plan.stateArenas.size() + 1);
+    pendingSends_.clear();
     try {
       // Over-allocated by a chunk so the arena can start on a 64-byte
       // boundary; every offset in it is a multiple of 256 bytes.
@@ -194,7 +195,9 @@ public:
       float *arena = arenaStorage_.data();
       while (reinterpret_cast<uintptr_t>(arena) % 64 != 0)
         ++arena;
-      inputs_ = arena + plan.memory.arenaPerSample * columns_;
+      arena_ = arena;
+      activationSlot_ = 0;
+      inputs_ = arena + plan.activationSlots * plan.memory.arenaPerSample * columns_;
       workspace_.assign((workspace + sizeof(double) - 1) / sizeof(double), 0.0);
       fixed_.clear();
       fixed_.resize(plan.buffers.size());
@@ -246,8 +249,14 @@ public:
   }
 
   void attach(comm::Communicator *communicator) override { communicator_ = communicator; }
+  void attachStages(comm::Communicator *stages) override { stages_ = stages; }
 
-  Status run(size_t first, size_t last, int64_t batch, int inputSlot) override {
+  Status run(size_t first, size_t last, int64_t batch, int inputSlot, int activationSlot) override {
+    if (activationSlot < 0 || activationSlot >= plan_->activationSlots)
+      return fail(fmt::format("activation slot {} of a plan with {} (a bug in netc)", activationSlot,
+                              plan_->activationSlots));
+    if (activationSlot != activationSlot_)
+      useActivationSlot(activationSlot);
     // The OpenMP and OpenBLAS thread counts are process-wide: apply this
     // backend's own before running (another backend may have changed them
     // since load, e.g. a reference and a fast backend side by side).
@@ -260,6 +269,14 @@ public:
     void *const *buffers = pointers_.data();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
+      if (op.kind == plan::OpKind::Send || op.kind == plan::OpKind::Receive) {
+        if (Status s = transfer(i, batch); !s)
+          return s;
+        continue;
+      }
+      if (op.kind == plan::OpKind::Update && !pendingSends_.empty())
+        if (Status s = finishSends(); !s)
+          return s;
       if (plan::opRole(op.kind) == plan::OpRole::Communication) {
         if (Status s = communicate(i); !s)
           return s;
@@ -270,6 +287,8 @@ public:
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
     }
+    if (!plan_->training && !pendingSends_.empty()) // forward only: nothing comes back to wait for
+      return finishSends();
     return Status::success();
   }
 
@@ -306,6 +325,62 @@ private:
       }
     }
     started_.clear();
+    return status;
+  }
+
+  /// Points the batch-scaled buffers other than the inputs into activation slot `slot`.
+  void useActivationSlot(int slot) {
+    float *base = arena_ + slot * plan_->memory.arenaPerSample * columns_;
+    for (size_t b = 0; b < plan_->buffers.size(); ++b)
+      if (const plan::Buffer &buffer = plan_->buffers[b]; buffer.batchScaled() && !buffer.isInput())
+        pointers_[b] = base + buffer.arenaOffset * columns_;
+    activationSlot_ = slot;
+  }
+
+  /// Op `index`, a send or receive of a micro-batch of `batch` samples
+  /// between pipeline stages: a send starts from a copy in sample-major
+  /// order (finishSends completes it), a receive completes here.
+  Status transfer(size_t index, int64_t batch) {
+    const plan::Op &op = plan_->ops[index];
+    if (!stages_)
+      return fail(fmt::format("the plan's {} needs the pipeline's communicator (a bug in netc: "
+                              "Backend::attachStages)",
+                              commNames_[index]));
+    const int peer = op.get<plan::TransferAttrs>().peer;
+    const bool sending = op.kind == plan::OpKind::Send;
+    const int buffer = sending ? op.in[0] : op.out[0];
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    const int64_t count = b.perSample * batch;
+    float *base = static_cast<float *>(pointers_[static_cast<size_t>(buffer)]);
+    if (sending) {
+      if (sendCopies_.size() <= pendingSends_.size())
+        sendCopies_.emplace_back();
+      std::vector<float> &copy = sendCopies_[pendingSends_.size()];
+      copy.resize(static_cast<size_t>(count));
+      readAt(base, buffer, copy, 0);
+      auto request = stages_->startSend(copy.data(), count * 4, peer, commNames_[index]);
+      if (!request)
+        return request.error();
+      pendingSends_.push_back(*request);
+      return Status::success();
+    }
+    received_.resize(static_cast<size_t>(count));
+    auto request = stages_->startReceive(received_.data(), count * 4, peer, commNames_[index]);
+    if (!request)
+      return request.error();
+    if (Status s = stages_->wait(*request); !s)
+      return s;
+    writeAt(base, buffer, received_, 0);
+    return Status::success();
+  }
+
+  /// Waits for every send started since the last time.
+  Status finishSends() {
+    Status status = Status::success();
+    for (int64_t request : pendingSends_)
+      if (status)
+        status = stages_->wait(request);
+    pendingSends_.clear();
     return status;
   }
 
@@ -368,13 +443,19 @@ private:
   const cpu::KernelTable *kernels_ = nullptr;
   int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
   int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)
-  std::vector<float> arenaStorage_; // the activation arena, then the input arena's slots
+  std::vector<float> arenaStorage_; // the activation arena's slots, then the input arena's
+  float *arena_ = nullptr;          // activation slot 0
+  int activationSlot_ = 0;          // the slot the pointers point into
   float *inputs_ = nullptr;
   std::vector<double> workspace_;
   std::vector<std::vector<float>> fixed_; // float-sized cells; tables hold int32 bit patterns
   std::vector<void *> pointers_;
   comm::Communicator *communicator_ = nullptr;
-  std::vector<std::string> commNames_; // per op: what a communication op exchanges (messages)
+  comm::Communicator *stages_ = nullptr;       // a pipeline stage's: rank r holds stage r
+  std::vector<int64_t> pendingSends_;          // started since the last finishSends
+  std::vector<std::vector<float>> sendCopies_; // what they send (one per pending send)
+  std::vector<float> received_;                // a receive's sample-major values
+  std::vector<std::string> commNames_;         // per op: what a communication op exchanges (messages)
   /// All-reduces started since the last wait (`mean`: their values, to divide).
   struct Started {
     int64_t request;

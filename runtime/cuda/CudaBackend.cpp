@@ -78,6 +78,10 @@ public:
 
   Status load(const plan::Plan &plan, int64_t maxBatch) override {
     release();
+    if (plan.stages > 1)
+      return fail(fmt::format("stage {} of a {}-stage pipeline: the CUDA backend does not run pipeline "
+                              "stages yet; train them with --device cpu",
+                              plan.stage, plan.stages));
     auto device = cuda::probeCudaDevice(options_.device);
     if (!device)
       return device.error();
@@ -311,9 +315,11 @@ public:
       nccl_->setBeforeAbort([this] { destroyGraphs(); });
   }
 
-  Status run(size_t first, size_t last, int64_t batch, int inputSlot) override {
+  Status run(size_t first, size_t last, int64_t batch, int inputSlot, int activationSlot) override {
     if (!error_.ok())
       return takeError();
+    if (activationSlot != 0)
+      return fail("the CUDA backend holds one activation slot (pipeline stages run on the CPU for now)");
     if (batch > maxBatch_)
       return fail(
           fmt::format("a batch of {} is larger than the {} the plan was loaded for", batch, maxBatch_));

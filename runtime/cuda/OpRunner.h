@@ -252,8 +252,8 @@ template <class Launcher> void runOp(const plan::Op &op, const OpResources &r, L
   }
   case OpKind::AllReduce:
   case OpKind::AllReduceWait:
-    assert(false && "communication ops run through the backend's communicator");
-    return;
+  case OpKind::Send:
+  case OpKind::Receive: assert(false && "communication ops run through the backend's communicator"); return;
   }
 }
 

@@ -180,9 +180,16 @@ Expected<InitKind> parseInit(std::string_view name) {
 
 void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, const InitOptions &options) {
   std::mt19937_64 rng(options.seed);
+  int64_t drawn = 0; // values drawn so far from the network's one sequence
   for (const plan::Parameter &p : plan.parameters) {
     if (!isTensor(p))
       continue; // drawn with its weights
+    // A pipeline stage's plan lacks the other stages' parameters: skip their draws.
+    const int64_t before = options.kind == InitKind::Uniform ? p.uniformDrawsBefore : p.scaledDrawsBefore;
+    if (before > drawn) {
+      rng.discard(static_cast<unsigned long long>(before - drawn));
+      drawn = before;
+    }
     const std::vector<int64_t> shape = tensorShape(p);
     std::vector<float> values(static_cast<size_t>(elementCount(shape)));
     const std::vector<double> given = givenTensor(plan, p);
@@ -192,11 +199,13 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
     } else if (options.kind == InitKind::Uniform) {
       for (float &v : values)
         v = uniform(rng, options.diameter / 2.0);
+      drawn += static_cast<int64_t>(values.size());
     } else if (!p.isBias) {
       double limit = options.kind == InitKind::Xavier ? p.gain * std::sqrt(6.0 / double(p.fanIn + p.fanOut))
                                                       : std::sqrt(6.0 / double(p.fanIn));
       for (float &v : values)
         v = uniform(rng, limit);
+      drawn += static_cast<int64_t>(values.size());
       // A kernel's bias, first in each row of its tensor, starts at 0 too.
       if (p.kernelBias >= 0)
         for (size_t row = 0; row < values.size(); row += static_cast<size_t>(shape[1]))

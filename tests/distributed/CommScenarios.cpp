@@ -3,7 +3,8 @@
 // netc_comm_scenarios NAME`), printing "rank R: ok NAME" on success and the
 // failure otherwise. comm_test.py starts the jobs and checks each rank's
 // lines: the operations (all-reduce of every type, split all-reduces,
-// broadcast, all-gather, send and receive, barrier, the agreement), the
+// broadcast, all-gather, send and receive, neighbours' started sends and
+// receives in both directions at once, barrier, the agreement), the
 // hand-out of a device transport's job id over MPI (the NCCL id of
 // `mpirun ... netc train --device cuda`, here through a test transport:
 // every rank joins with rank 0's id, and rank 0's failure to make one
@@ -102,6 +103,37 @@ void operations(Communicator &c) {
       check(got == previous, "ring");
       must(c.send(&token, 8, next, "ring send"));
     }
+  }
+  // Pipeline neighbours (rank r and r + 1) exchange at once, as 1F1B's
+  // values forward and gradients back do: both start a send of 8 MiB (far
+  // beyond MPI's eager limit) before either receives. Blocking sends would
+  // wait for each other; started ones complete once both receive.
+  if (n > 1) {
+    const int64_t count = int64_t{2} << 20;
+    std::vector<float> in(static_cast<size_t>(count), -1.0f);
+    std::vector<std::vector<float>> outs; // one per send: unchanged until its wait
+    outs.reserve(2);
+    std::vector<int64_t> sends;
+    for (int peer : {r - 1, r + 1}) {
+      if (peer < 0 || peer >= n)
+        continue;
+      std::vector<float> &out = outs.emplace_back(static_cast<size_t>(count));
+      std::iota(out.begin(), out.end(), float(r * 1000));
+      auto sent = c.startSend(out.data(), count * 4, peer, "send of the values of 'Hid3'");
+      check(sent.ok(), "starting a send: " + (sent ? std::string() : sent.message()));
+      sends.push_back(*sent);
+    }
+    for (int peer : {r - 1, r + 1}) {
+      if (peer < 0 || peer >= n)
+        continue;
+      auto received = c.startReceive(in.data(), count * 4, peer, "receive of the values of 'Hid3'");
+      check(received.ok(), "starting a receive: " + (received ? std::string() : received.message()));
+      must(c.wait(*received));
+      check(in.front() == float(peer * 1000) && in[1000] == float(peer * 1000 + 1000),
+            "the neighbour's values arrive whole");
+    }
+    for (int64_t request : sends)
+      must(c.wait(request));
   }
   must(c.barrier("barrier"));
 }

@@ -69,6 +69,11 @@ COMPILE_CASES += [("plan-mnist", "mnist.net", "plan", []), ("plan-siamese", "sia
 # SGD's averaging after the update.
 COMPILE_CASES += [("plan-lenet5-allreduce", "lenet5.net", "plan", ["--data-parallel", "allreduce", "--bucket-mb", "0.05"]),
                   ("plan-mnist-local-sgd", "mnist.net", "plan", ["--data-parallel", "local-sgd"])]
+# Each stage of the seed network cut into 2 pipeline stages by the partition
+# pass (as netc show --partition 2): the first sends Conv2's values and
+# receives their gradient, the second holds the loss.
+COMPILE_CASES += [(f"plan-mnist-stage{s}-of-2", "mnist.net", "plan", ["--partition", "2", "--stage", str(s)])
+                  for s in (0, 1)]
 
 # The IR of netc build (weights as zeros): the seed network, and a network
 # with pooling and response normalization.

@@ -125,8 +125,8 @@ public:
     return Status::success();
   }
   void attach(comm::Communicator *communicator) override { inner_->attach(communicator); }
-  Status run(size_t first, size_t last, int64_t batch, int inputSlot) override {
-    return inner_->run(first, last, batch, inputSlot);
+  Status run(size_t first, size_t last, int64_t batch, int inputSlot, int activationSlot) override {
+    return inner_->run(first, last, batch, inputSlot, activationSlot);
   }
   void synchronize() override { inner_->synchronize(); }
 

@@ -5,9 +5,11 @@
 // the IR `netc build` compiles from the inference plan (weights as zeros),
 // through the LLVM plugin.
 #include "CommandSupport.h"
+#include "ShowPartition.h"
 #include "api/AotBuild.h"
 
 #include "codegen/Codegen.h"
+#include "codegen/Partition.h"
 
 #include "frontend/AstDump.h"
 #include "ir/IrPrinter.h"
@@ -28,7 +30,31 @@ struct CompileArgs {
   uint64_t maxMemory = 0; // 0: the machine's memory
   std::string dataParallel = "none";
   double bucketMb = kDefaultBucketMb;
+  int partition = 0;             // --partition K: the partition pass's stages
+  std::vector<std::string> cuts; // --cut: a stage starts at each
+  int stage = 0;                 // --stage: which stage's plan
 };
+
+/// The stage of every layer that --partition or --cut asks for (empty:
+/// neither); nullopt after printing why not.
+std::optional<std::vector<int>> stagesAsked(const CompileArgs &args, const ir::Network &net) {
+  if (args.partition > 0) {
+    PartitionFlags flags;
+    flags.stages = args.partition;
+    auto shown = partitionForShow(net, flags, kDefaultPartitionBatch);
+    if (!shown)
+      return std::nullopt;
+    return shown->partition.stageOf;
+  }
+  if (args.cuts.empty())
+    return std::vector<int>{};
+  auto stages = cost::stagesFromCuts(net, args.cuts);
+  if (!stages) {
+    printError(stages.message());
+    return std::nullopt;
+  }
+  return *stages;
+}
 
 int runCompile(const CompileArgs &args) {
   auto text = readFileOrReport(args.file, args.compile.maxSourceBytes);
@@ -64,6 +90,21 @@ int runCompile(const CompileArgs &args) {
         options.replicaSync = plan::ReplicaSync::AllReduceGradients;
       else if (args.dataParallel == "local-sgd")
         options.replicaSync = plan::ReplicaSync::AverageReplicas;
+      auto stages = stagesAsked(args, c->network);
+      if (!stages) {
+        printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
+        return kUsageError;
+      }
+      if (!stages->empty()) {
+        const int count = 1 + *std::max_element(stages->begin(), stages->end());
+        if (args.stage >= count) {
+          printError(
+              fmt::format("--stage {}: the cut makes {} stages, 0 to {}", args.stage, count, count - 1));
+          return kUsageError;
+        }
+      }
+      options.stageOf = std::move(*stages);
+      options.stage = args.stage;
       auto built = plan::buildPlan(c->network, options);
       if (!built) {
         printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
@@ -114,10 +155,34 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->check([](const std::string &text) { return positiveNumberFlagProblem(text, kMaxBucketMb); })
       ->type_name("MB")
       ->capture_default_str();
+  auto *partition =
+      addIntegerOption(*cmd, "--partition", args->partition, 2, kMaxPipelineStages,
+                       "With --emit=plan: a pipeline stage's plan, of the partition pass's K stages at batch "
+                       "32 (as netc show --partition K)");
+  cmd->add_option("--cut", args->cuts,
+                  "With --emit=plan: a pipeline stage's plan, a stage starting at each of these layers")
+      ->delimiter(',')
+      ->type_name("LAYER[,LAYER...]")
+      ->excludes(partition);
+  addIntegerOption(*cmd, "--stage", args->stage, 0, kMaxPipelineStages - 1,
+                   "With --partition or --cut: the stage whose plan to print (from 0)")
+      ->capture_default_str();
   args->compile.addTo(*cmd);
   addMaxMemoryOption(*cmd, args->maxMemory);
   args->colour.addTo(*cmd);
-  cmd->callback([args, &exitCode] { exitCode = runCompile(*args); });
+  cmd->callback([args, &exitCode] {
+    if (args->stage > 0 && args->partition == 0 && args->cuts.empty()) {
+      printError("--stage is for a pipeline stage's plan: give --partition K or --cut LAYER too");
+      exitCode = kUsageError;
+      return;
+    }
+    if ((args->partition > 0 || !args->cuts.empty()) && args->emit != "plan") {
+      printError("--partition and --cut are for --emit=plan (a pipeline stage's training plan)");
+      exitCode = kUsageError;
+      return;
+    }
+    exitCode = runCompile(*args);
+  });
 }
 
 } // namespace netc::cli

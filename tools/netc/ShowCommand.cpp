@@ -25,7 +25,7 @@ namespace {
 struct ShowArgs {
   std::string file;
   std::string format = "text";
-  int64_t batch = 32;
+  int64_t batch = kDefaultPartitionBatch;
   CompileFlags compile;
   ColourFlag colour;
   PartitionFlags partition;
@@ -268,7 +268,7 @@ void addShowCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   addIntegerOption(*cmd, "--batch", args->batch, int64_t{1}, std::numeric_limits<int64_t>::max(),
                    "Batch size for the planned memory per batch and a --partition step");
-  addIntegerOption(*cmd, "--partition", args->partition.stages, 1, 4096,
+  addIntegerOption(*cmd, "--partition", args->partition.stages, 1, kMaxPipelineStages,
                    "Cut the network into K pipeline stages: their layers, time, memory and cut traffic");
   addIntegerOption(*cmd, "--micro-batches", args->partition.microBatches, 0, 1 << 20,
                    "With --partition: micro-batches M of a --batch step (0: 4 K)")

@@ -13,6 +13,12 @@
 
 namespace netc::cli {
 
+/// The most pipeline stages a flag accepts.
+inline constexpr int kMaxPipelineStages = 4096;
+/// The batch a partition is computed for where the command has no --batch
+/// (netc compile --partition): netc show's and netc train's default.
+inline constexpr int64_t kDefaultPartitionBatch = 32;
+
 struct PartitionFlags {
   int stages = 0;                // --partition K (0: none)
   int microBatches = 0;          // --micro-batches M (0: 4 K)

@@ -126,11 +126,10 @@ public:
       return fail(failure_);
     auto it = pending_.find(id);
     if (it == pending_.end())
-      return fail(
-          fmt::format("{}: no all-reduce {} was started (a bug in netc)", rankName(rank_, size_), id));
+      return fail(fmt::format("{}: no operation {} was started (a bug in netc)", rankName(rank_, size_), id));
     Pending pending = std::move(it->second);
     pending_.erase(it);
-    if (Status s = complete(pending.requests, pending.what, pending.sequence, -1); !s)
+    if (Status s = complete(pending.requests, pending.what, pending.sequence, pending.peer); !s)
       return s;
     if (!pending.gathered.empty())
       reduceGathered(pending);
@@ -179,10 +178,18 @@ public:
   }
 
   Status send(const void *data, int64_t bytes, int peer, std::string_view what) override {
-    return transfer(const_cast<void *>(data), bytes, peer, what, true);
+    auto request = startTransfer(const_cast<void *>(data), bytes, peer, what, true);
+    return request ? wait(*request) : request.status();
   }
   Status receive(void *data, int64_t bytes, int peer, std::string_view what) override {
-    return transfer(data, bytes, peer, what, false);
+    auto request = startTransfer(data, bytes, peer, what, false);
+    return request ? wait(*request) : request.status();
+  }
+  Expected<int64_t> startSend(const void *data, int64_t bytes, int peer, std::string_view what) override {
+    return startTransfer(const_cast<void *>(data), bytes, peer, what, true);
+  }
+  Expected<int64_t> startReceive(void *data, int64_t bytes, int peer, std::string_view what) override {
+    return startTransfer(data, bytes, peer, what, false);
   }
 
   Status barrier(std::string_view what) override {
@@ -211,6 +218,7 @@ private:
     std::vector<MPI_Request> requests;
     std::string_view what;
     int64_t sequence = 0;
+    int peer = -1; // a send or receive: the rank at the other end
     // A small all-reduce: every rank's values, to reduce into `target`.
     std::vector<char> gathered;
     void *target = nullptr;
@@ -254,13 +262,20 @@ private:
     return failure_;
   }
 
-  Status transfer(void *data, int64_t bytes, int peer, std::string_view what, bool sending) {
+  /// Starts a send or receive of `bytes` bytes, in pieces MPI's int counts
+  /// can carry; wait() completes it.
+  Expected<int64_t> startTransfer(void *data, int64_t bytes, int peer, std::string_view what, bool sending) {
     if (failed())
       return fail(failure_);
     if (peer < 0 || peer >= size_ || peer == rank_)
       return fail(
           fmt::format("{}: the {} names rank {} (a bug in netc)", rankName(rank_, size_), what, peer));
-    std::vector<MPI_Request> requests;
+    Pending pending;
+    pending.what = what;
+    // A send or receive belongs to the phase after the last collective (its
+    // check-ins carry that collective's number).
+    pending.sequence = sequence_;
+    pending.peer = peer;
     for (int64_t first = 0; first < bytes; first += kMaxTransferBytes) {
       MPI_Request request = MPI_REQUEST_NULL;
       const int n = static_cast<int>(std::min(kMaxTransferBytes, bytes - first));
@@ -269,11 +284,9 @@ private:
                                : MPI_Irecv(at, n, MPI_BYTE, peer, 0, data_, &request);
       if (code != MPI_SUCCESS)
         return fail(broken(what, code));
-      requests.push_back(request);
+      pending.requests.push_back(request);
     }
-    // A send or receive belongs to the phase after the last collective (its
-    // check-ins carry that collective's number).
-    return complete(requests, what, sequence_, peer);
+    return remember(std::move(pending));
   }
 
   /// Waits for `requests`, watching: check-ins are answered, sent at half

@@ -1,0 +1,451 @@
+// PipelineStagesTest.cpp -- pipeline stages' plans (codegen/PlanStages.cpp)
+// compute the same bits as one process. K stage plans run on K CPU
+// backends in this process, joined by an in-memory communicator, one
+// micro-batch at a time through every stage forward and back; the whole
+// network's plan runs the same micro-batches with gradient accumulation.
+// After two optimizer steps every parameter and optimizer-state tensor, and
+// the loss sums, must be identical; so must the initial values, which
+// each stage draws from its place in the network's one random sequence.
+#include "PlanHarness.h"
+
+#include "codegen/Codegen.h"
+#include "codegen/Partition.h"
+#include "runtime/cpu/CpuBackend.h"
+#include "runtime/optim/Optimizer.h"
+#include "runtime/train/Evaluate.h"
+#include "runtime/train/ModelState.h"
+#include "runtime/train/PipelineSchedule.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <random>
+
+namespace netc::numeric {
+namespace {
+
+/// The pipeline's wires: what rank `from` sent to rank `to`, in order.
+struct Wires {
+  std::map<std::pair<int, int>, std::deque<std::vector<char>>> queues;
+};
+
+/// Rank `rank` of a pipeline inside this process: a send is queued at
+/// once; a receive takes the oldest message from its peer, and fails when
+/// there is none (the test ran a stage before the one it waits for) or its
+/// size differs.
+class LoopbackCommunicator final : public comm::Communicator {
+public:
+  LoopbackCommunicator(Wires &wires, int rank, int size)
+      : Communicator({}), wires_(wires), rank_(rank), size_(size) {}
+  std::string_view kind() const override { return "loopback"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localRank() const override { return rank_; }
+  int localSize() const override { return size_; }
+  Expected<int64_t> startAllReduce(void *, int64_t, comm::DataType, comm::ReduceOp,
+                                   std::string_view what) override {
+    return fail(std::string(what) + ": no all-reduce here");
+  }
+  Status wait(int64_t) override { return Status::success(); }
+  Status broadcast(void *, int64_t, int, std::string_view what) override {
+    return fail(std::string(what) + ": no broadcast here");
+  }
+  Status allGather(const void *, int64_t, void *, std::string_view what) override {
+    return fail(std::string(what) + ": no all-gather here");
+  }
+  Status send(const void *data, int64_t bytes, int peer, std::string_view what) override {
+    return startSend(data, bytes, peer, what).status();
+  }
+  Status receive(void *data, int64_t bytes, int peer, std::string_view what) override {
+    return startReceive(data, bytes, peer, what).status();
+  }
+  Expected<int64_t> startSend(const void *data, int64_t bytes, int peer, std::string_view) override {
+    const char *at = static_cast<const char *>(data);
+    wires_.queues[{rank_, peer}].emplace_back(at, at + bytes);
+    ++sent;
+    return int64_t{0};
+  }
+  Expected<int64_t> startReceive(void *data, int64_t bytes, int peer, std::string_view what) override {
+    auto &queue = wires_.queues[{peer, rank_}];
+    if (queue.empty())
+      return fail(fmt::format("{}: rank {} sent nothing", what, peer));
+    if (static_cast<int64_t>(queue.front().size()) != bytes)
+      return fail(fmt::format("{}: {} bytes sent, {} expected", what, queue.front().size(), bytes));
+    std::memcpy(data, queue.front().data(), static_cast<size_t>(bytes));
+    queue.pop_front();
+    return int64_t{0};
+  }
+  Status barrier(std::string_view) override { return Status::success(); }
+  int64_t sent = 0;
+
+private:
+  Wires &wires_;
+  int rank_, size_;
+};
+
+/// A loaded plan on a one-thread CPU backend (the plan stays where the
+/// backend was loaded with it, however the Machine moves).
+struct Machine {
+  std::unique_ptr<plan::Plan> held;
+  std::unique_ptr<runtime::Backend> backend;
+  const plan::Plan &plan;
+  Machine(plan::Plan built, std::unique_ptr<runtime::Backend> b)
+      : held(std::make_unique<plan::Plan>(std::move(built))), backend(std::move(b)), plan(*held) {}
+};
+
+Machine loadMachine(plan::Plan built, int64_t batch) {
+  Machine m(std::move(built), runtime::makeCpuBackend({1, 0, {}}));
+  Status loaded = m.backend->load(m.plan, batch);
+  EXPECT_TRUE(loaded) << loaded.message();
+  return m;
+}
+
+/// Every parameter's values and optimizer state, by name.
+std::map<std::string, std::vector<float>> tensorsOf(const Machine &m) {
+  std::map<std::string, std::vector<float>> out;
+  for (const plan::Parameter &p : m.plan.parameters) {
+    std::vector<float> values(static_cast<size_t>(p.count));
+    m.backend->read(p.buffer, values);
+    out[p.name] = values;
+    for (size_t s = 0; s < p.state.size(); ++s) {
+      m.backend->read(p.state[s], values);
+      out[fmt::format("{}.state{}", p.name, s)] = values;
+    }
+  }
+  return out;
+}
+
+struct PipelineCase {
+  std::string name;
+  std::string text;
+  std::vector<std::string> cuts;
+  plan::OptimizerKind optimizer = plan::OptimizerKind::Sgd;
+  train::InitKind init = train::InitKind::Uniform;
+  /// The order of the micro-batches: a schedule's, each stage in its
+  /// activation slots; none: each micro-batch through every stage and back
+  /// before the next (one slot).
+  std::optional<train::PipelineScheduleKind> schedule;
+};
+
+void PrintTo(const PipelineCase &c, std::ostream *out) {
+  *out << c.name;
+}
+
+/// A branched network whose skip connections cross two cuts: In and A are
+/// read two stages later, and A's gradient gathers contributions from both
+/// later stages and its own.
+const char *kSkipNet = R"(input In [16];
+hidden A [12] tanh from In all;
+hidden B [10] sigmoid from A all;
+hidden C [8] tanh { from B all; from A all; from In all; }
+hidden D [8] tanh { from C all; from A all; }
+output O [4] softmax { from D all; from B all; }
+)";
+
+std::vector<PipelineCase> pipelineCases() {
+  const std::string mnist = readFile(sourcePath("examples/mnist.net"));
+  const std::string lenet = readFile(sourcePath("examples/lenet5.net"));
+  using plan::OptimizerKind;
+  using train::InitKind;
+  const std::vector<PipelineCase> networks = {
+      {"mnist_k2_sgd", mnist, {"Hid3"}, OptimizerKind::Sgd, InitKind::Uniform, {}},
+      {"mnist_k3_adam", mnist, {"Conv2", "Digit"}, OptimizerKind::Adam, InitKind::Xavier, {}},
+      {"lenet5_k2_adadelta", lenet, {"Full3"}, OptimizerKind::AdaDelta, InitKind::He, {}},
+      {"lenet5_k3_sgd", lenet, {"Pool1", "Full3"}, OptimizerKind::Sgd, InitKind::Xavier, {}},
+      {"skip_k2_sgd", kSkipNet, {"C"}, OptimizerKind::Sgd, InitKind::Uniform, {}},
+      {"skip_k3_adam", kSkipNet, {"B", "D"}, OptimizerKind::Adam, InitKind::Xavier, {}},
+  };
+  std::vector<PipelineCase> out;
+  for (const PipelineCase &c : networks) {
+    out.push_back(c);
+    out.back().name += "_serial";
+    for (auto kind :
+         {train::PipelineScheduleKind::OneForwardOneBackward, train::PipelineScheduleKind::GPipe}) {
+      out.push_back(c);
+      out.back().name += "_" + std::string(train::pipelineScheduleName(kind));
+      out.back().schedule = kind;
+    }
+  }
+  return out;
+}
+
+class PipelineStages : public ::testing::TestWithParam<PipelineCase> {};
+
+TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
+  const PipelineCase &c = GetParam();
+  auto compiled = compileText(c.text);
+  ASSERT_EQ(compiled->diags.errorCount(), 0u);
+  const ir::Network &net = compiled->network;
+  auto stageOf = cost::stagesFromCuts(net, c.cuts);
+  ASSERT_TRUE(stageOf.ok()) << stageOf.message();
+  const int stages = static_cast<int>(c.cuts.size()) + 1;
+  const int64_t micro = 5, microBatches = 3, steps = 2;
+
+  plan::PlanOptions options;
+  options.update.optimizer = c.optimizer;
+  options.update.hyper.momentum = 0.9f;
+  options.accumulateGradients = true;
+  auto whole = plan::buildPlan(net, options);
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  Machine one = loadMachine(std::move(*whole), micro);
+  std::vector<Machine> stage;
+  Wires wires;
+  std::vector<std::unique_ptr<LoopbackCommunicator>> links;
+  for (int s = 0; s < stages; ++s) {
+    options.stageOf = *stageOf;
+    options.stage = s;
+    auto built = plan::buildPlan(net, options);
+    ASSERT_TRUE(built.ok()) << built.message();
+    EXPECT_EQ(built->stages, stages);
+    if (c.schedule) { // a micro-batch's activations and inputs stay in their slot until its backward
+      built->activationSlots = train::activationSlots(*c.schedule, stages, s, int(microBatches));
+      built->inputSlots = built->activationSlots;
+    }
+    stage.push_back(loadMachine(std::move(*built), micro));
+    links.push_back(std::make_unique<LoopbackCommunicator>(wires, s, stages));
+    stage.back().backend->attachStages(links.back().get());
+  }
+  const plan::Plan &first = stage.front().plan, &last = stage.back().plan;
+  ASSERT_GE(first.features, 0);
+  ASSERT_LT(last.features, 0);
+  ASSERT_GE(last.labels, 0);
+
+  const train::InitOptions init{c.init, 0.1f, 7};
+  train::initializeParameters(one.plan, *one.backend, init);
+  std::map<std::string, std::vector<float>> initial, staged;
+  for (Machine &m : stage) {
+    train::initializeParameters(m.plan, *m.backend, init);
+    staged.merge(tensorsOf(m));
+  }
+  initial = tensorsOf(one);
+  ASSERT_EQ(initial.size(), staged.size());
+  for (const auto &[name, values] : initial)
+    EXPECT_TRUE(bitIdentical("initial " + name, staged[name], values));
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const int64_t features = one.plan.featureCount;
+  for (int64_t step = 1; step <= steps; ++step) {
+    std::vector<std::vector<float>> x(microBatches), labels(microBatches);
+    for (int64_t m = 0; m < microBatches; ++m) {
+      x[size_t(m)].resize(static_cast<size_t>(micro * features));
+      labels[size_t(m)].resize(static_cast<size_t>(micro));
+      for (float &v : x[size_t(m)])
+        v = unit(rng);
+      for (float &v : labels[size_t(m)])
+        v = static_cast<float>(rng() % static_cast<uint32_t>(one.plan.outputNodes));
+    }
+    const auto scalars = optim::stepScalars(options.update, 0.05f, step, double(micro * microBatches), micro);
+    // One process: each micro-batch whole, the update after the last.
+    for (int64_t m = 0; m < microBatches; ++m) {
+      const bool firstMicro = m == 0, lastMicro = m + 1 == microBatches;
+      train::writeStepScalars(one.plan, *one.backend, scalars);
+      one.backend->writeInput(0, one.plan.features, x[size_t(m)]);
+      one.backend->writeInput(0, one.plan.labels, labels[size_t(m)]);
+      one.backend->fence();
+      Status ran = one.backend->run(firstMicro ? 0 : one.plan.stepBegin,
+                                    lastMicro ? one.plan.updateEnd : one.plan.backwardEnd, micro, 0);
+      ASSERT_TRUE(ran) << ran.message();
+    }
+    // The pipeline: a forward runs [stepBegin, forwardEnd) (the first of the
+    // step from 0, zeroing the gradients), a backward [forwardEnd,
+    // backwardEnd) (the last stage's loss included), with the micro-batch's
+    // inputs and activations in its slot.
+    auto act = [&](int s, const train::PipelineAction &a) -> Status {
+      Machine &m = stage[size_t(s)];
+      train::writeStepScalars(m.plan, *m.backend, scalars);
+      if (!a.backward && s == 0)
+        m.backend->writeInput(a.slot, m.plan.features, x[size_t(a.microBatch)]);
+      if (!a.backward && s + 1 == stages)
+        m.backend->writeInput(a.slot, m.plan.labels, labels[size_t(a.microBatch)]);
+      m.backend->fence();
+      const size_t begin = a.backward ? m.plan.forwardEnd : a.microBatch == 0 ? 0 : m.plan.stepBegin;
+      const size_t end = a.backward ? m.plan.backwardEnd : m.plan.forwardEnd;
+      return m.backend->run(begin, end, micro, a.slot, a.slot);
+    };
+    if (!c.schedule) { // each micro-batch through every stage and back before the next
+      for (int64_t m = 0; m < microBatches; ++m) {
+        for (int s = 0; s < stages; ++s) {
+          Status forward = act(s, {false, int(m), 0});
+          ASSERT_TRUE(forward) << "stage " << s << ": " << forward.message();
+        }
+        for (int s = stages - 1; s >= 0; --s) {
+          Status backward = act(s, {true, int(m), 0});
+          ASSERT_TRUE(backward) << "stage " << s << ": " << backward.message();
+        }
+      }
+    } else { // every stage's schedule, each action as soon as what it receives has been sent
+      std::vector<std::vector<train::PipelineAction>> order;
+      std::vector<size_t> next(size_t(stages), 0);
+      for (int s = 0; s < stages; ++s)
+        order.push_back(train::stageSchedule(*c.schedule, stages, s, int(microBatches)));
+      for (bool progressed = true; progressed;) {
+        progressed = false;
+        for (int s = 0; s < stages; ++s) {
+          if (next[size_t(s)] == order[size_t(s)].size())
+            continue;
+          const train::PipelineAction &a = order[size_t(s)][next[size_t(s)]];
+          const int from = a.backward ? s + 1 : s - 1;
+          if (from >= 0 && from < stages && wires.queues[{from, s}].empty())
+            continue; // waits for its neighbour
+          Status done = act(s, a);
+          ASSERT_TRUE(done) << "stage " << s << ": " << done.message();
+          ++next[size_t(s)];
+          progressed = true;
+        }
+      }
+      for (int s = 0; s < stages; ++s)
+        ASSERT_EQ(next[size_t(s)], order[size_t(s)].size())
+            << "stage " << s << " never got what it waits for";
+    }
+    for (int s = 0; s < stages; ++s) {
+      const plan::Plan &p = stage[size_t(s)].plan;
+      Status update = stage[size_t(s)].backend->run(p.backwardEnd, p.updateEnd, micro, 0);
+      ASSERT_TRUE(update) << "stage " << s << ": " << update.message();
+    }
+  }
+  for (const auto &[pair, queue] : wires.queues)
+    EXPECT_TRUE(queue.empty()) << queue.size() << " message(s) from rank " << pair.first << " to rank "
+                               << pair.second << " were never received";
+  for (int s = 0; s + 1 < stages; ++s)
+    EXPECT_GT(links[size_t(s)]->sent, 0) << "stage " << s << " sent nothing";
+
+  staged.clear();
+  for (const Machine &m : stage)
+    staged.merge(tensorsOf(m));
+  const auto trained = tensorsOf(one);
+  ASSERT_EQ(trained.size(), staged.size());
+  for (const auto &[name, values] : trained)
+    EXPECT_TRUE(bitIdentical(name, staged[name], values));
+  const auto oneMetrics = train::takeMetrics(one.plan, *one.backend);
+  const auto lastMetrics = train::takeMetrics(last, *stage.back().backend);
+  EXPECT_EQ(oneMetrics, lastMetrics);
+  EXPECT_GT(oneMetrics[static_cast<size_t>(plan::Metric::LossSum)], 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PipelineStages, ::testing::ValuesIn(pipelineCases()),
+                         netCaseName<PipelineCase>);
+
+/// Each stage holds only its own layers' parameters, and the stages
+/// together hold every parameter of the network once; only the first
+/// holds the features, only the last the labels.
+TEST(PipelineStagePlans, EachParameterInExactlyOneStage) {
+  auto compiled = compileText(kSkipNet);
+  auto stageOf = cost::stagesFromCuts(compiled->network, {"B", "D"});
+  ASSERT_TRUE(stageOf.ok()) << stageOf.message();
+  plan::PlanOptions options;
+  auto whole = plan::buildPlan(compiled->network, options);
+  ASSERT_TRUE(whole.ok());
+  std::map<std::string, int> seen;
+  for (int s = 0; s < 3; ++s) {
+    options.stageOf = *stageOf;
+    options.stage = s;
+    auto p = plan::buildPlan(compiled->network, options);
+    ASSERT_TRUE(p.ok()) << p.message();
+    for (const plan::Parameter &param : p->parameters)
+      ++seen[param.name];
+    int features = 0, labels = 0;
+    for (const plan::Buffer &b : p->buffers) {
+      features += b.role == plan::BufferRole::Features;
+      labels += b.role == plan::BufferRole::Labels;
+    }
+    EXPECT_EQ(features, s == 0 ? 1 : 0) << "stage " << s;
+    EXPECT_EQ(labels, s == 2 ? 1 : 0) << "stage " << s;
+  }
+  EXPECT_EQ(seen.size(), whole->parameters.size());
+  for (const auto &[name, count] : seen)
+    EXPECT_EQ(count, 1) << name;
+}
+
+/// Stages are runs of the declaration order where it is topological (C is
+/// declared after B, though it could be computed before it), and a cut
+/// given as stages that are not consecutive in that order is refused.
+TEST(PipelineStagePlans, StagesFollowTheDeclarationOrder) {
+  const char *text = R"(input In [4];
+hidden A [3] from In all;
+hidden B [3] from A all;
+hidden C [3] from In all;
+output O [2] { from B all; from C all; }
+)";
+  auto compiled = compileText(text);
+  const ir::Network &net = compiled->network;
+  auto stageOf = cost::stagesFromCuts(net, {"B"});
+  ASSERT_TRUE(stageOf.ok()) << stageOf.message();
+  EXPECT_EQ(*stageOf, (std::vector<int>{0, 0, 1, 1, 1}));
+  plan::PlanOptions options;
+  options.stageOf = {0, 1, 1, 0, 1}; // C (stage 0) after B (stage 1)
+  auto refused = plan::buildPlan(net, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "layer 'C' is in stage 0 but comes after a layer of stage 1 in the network's "
+                               "order: stages must be consecutive runs of layers");
+  options.stageOf = {1, 1, 1, 1, 1};
+  refused = plan::buildPlan(net, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "the input layer 'In' must be in the first stage");
+  options.stageOf = {0, 1, 1, 2, 1};
+  refused = plan::buildPlan(net, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "the output layer 'O' must be in the last stage");
+  options.training = false;
+  options.stageOf = {0, 0, 1, 1, 1};
+  refused = plan::buildPlan(net, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "only a training plan is cut into pipeline stages");
+}
+
+/// The schedules as text, "F0/0" for the forward of micro-batch 0 in slot 0.
+std::string scheduleText(train::PipelineScheduleKind kind, int stages, int stage, int microBatches) {
+  std::string out;
+  for (const train::PipelineAction &a : train::stageSchedule(kind, stages, stage, microBatches))
+    out += fmt::format("{}{}{}/{}", out.empty() ? "" : " ", a.backward ? 'B' : 'F', a.microBatch, a.slot);
+  return out;
+}
+
+TEST(PipelineSchedule, OneForwardOneBackwardAndGPipe) {
+  using train::PipelineScheduleKind;
+  const auto f1b = PipelineScheduleKind::OneForwardOneBackward, gpipe = PipelineScheduleKind::GPipe;
+  // K = 3, M = 4: stage 0 warms up with 2 forwards and holds 3 in flight;
+  // the last stage runs each micro-batch forward and back at once.
+  EXPECT_EQ(scheduleText(f1b, 3, 0, 4), "F0/0 F1/1 F2/2 B0/0 F3/0 B1/1 B2/2 B3/0");
+  EXPECT_EQ(scheduleText(f1b, 3, 1, 4), "F0/0 F1/1 B0/0 F2/0 B1/1 F3/1 B2/0 B3/1");
+  EXPECT_EQ(scheduleText(f1b, 3, 2, 4), "F0/0 B0/0 F1/0 B1/0 F2/0 B2/0 F3/0 B3/0");
+  EXPECT_EQ(train::activationSlots(f1b, 3, 0, 4), 3);
+  EXPECT_EQ(train::activationSlots(f1b, 3, 2, 4), 1);
+  // Fewer micro-batches than stages: no more slots than micro-batches.
+  EXPECT_EQ(scheduleText(f1b, 4, 0, 2), "F0/0 F1/1 B0/0 B1/1");
+  EXPECT_EQ(scheduleText(gpipe, 2, 1, 3), "F0/0 F1/1 F2/2 B0/0 B1/1 B2/2");
+  EXPECT_EQ(train::activationSlots(gpipe, 2, 1, 3), 3);
+  // Every schedule: each micro-batch once each way, backwards in order, a
+  // slot never reused while its micro-batch is in flight.
+  for (auto kind : {f1b, gpipe})
+    for (int stages = 1; stages <= 5; ++stages)
+      for (int stage = 0; stage < stages; ++stage)
+        for (int m = 1; m <= 9; ++m) {
+          const int slots = train::activationSlots(kind, stages, stage, m);
+          std::vector<int> holder(size_t(slots), -1);
+          int forwards = 0, backwards = 0;
+          for (const train::PipelineAction &a : train::stageSchedule(kind, stages, stage, m)) {
+            ASSERT_LT(a.slot, slots);
+            if (!a.backward) {
+              EXPECT_EQ(a.microBatch, forwards++);
+              EXPECT_EQ(holder[size_t(a.slot)], -1) << "slot " << a.slot << " still in use";
+              holder[size_t(a.slot)] = a.microBatch;
+            } else {
+              EXPECT_EQ(a.microBatch, backwards++);
+              EXPECT_LT(a.microBatch, forwards) << "a backward before its forward";
+              EXPECT_EQ(holder[size_t(a.slot)], a.microBatch);
+              holder[size_t(a.slot)] = -1;
+            }
+          }
+          EXPECT_EQ(forwards, m);
+          EXPECT_EQ(backwards, m);
+        }
+  EXPECT_FALSE(train::parsePipelineSchedule("pipedream").ok());
+  EXPECT_EQ(*train::parsePipelineSchedule("gpipe"), gpipe);
+}
+
+} // namespace
+} // namespace netc::numeric
