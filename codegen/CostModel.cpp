@@ -231,7 +231,22 @@ std::vector<LayerCost> layerCosts(const ir::Network &network, const plan::Plan &
         sources.insert(bundle.source);
     c.sources.assign(sources.begin(), sources.end());
     c.outputBytesPerSample = layer.nodes * 4;
+    c.input = layer.kind == ir::LayerKind::Input;
+    c.output = static_cast<int>(l) == network.output;
   }
+  // Layers tied by a parameter (share) form a group, named by its first layer.
+  for (const plan::Parameter &p : plan.parameters)
+    for (const ir::ParamRef &owner : p.owners) {
+      const int a = p.owners.front().layer, b = owner.layer;
+      if (a == b || a < 0 || b < 0 || static_cast<size_t>(a) >= n || static_cast<size_t>(b) >= n)
+        continue;
+      const int from = costs[static_cast<size_t>(b)].tiedGroup >= 0 ? costs[size_t(b)].tiedGroup : b;
+      const int to = costs[static_cast<size_t>(a)].tiedGroup >= 0 ? costs[size_t(a)].tiedGroup : a;
+      const int group = std::min(from, to);
+      for (LayerCost &c : costs) // merge both groups (networks share few tensors)
+        if (c.layer == a || c.layer == b || c.tiedGroup == from || c.tiedGroup == to)
+          c.tiedGroup = group;
+    }
   // Each op's time and buffers go to its layer (the loss to the output layer).
   std::vector<std::set<int>> tablesOf(n), activationsOf(n);
   for (size_t i = 0; i < plan.ops.size(); ++i) {

@@ -72,6 +72,11 @@ struct LayerCost {
   double fixedUs = 0, perSampleUs = 0;
   double updateUs = 0; ///< its parameters' share of the update op, once per step
   int64_t fixedBytes = 0, activationBytesPerSample = 0, outputBytesPerSample = 0;
+  /// What a pipeline stage's plan needs of a cut (codegen/PlanStages.cpp):
+  /// layers with the same `tiedGroup` (>= 0) share weights and stay in one
+  /// stage; an input stays in the first stage, the output in the last.
+  int tiedGroup = -1;
+  bool input = false, output = false;
   double timeUs(int64_t batch) const { return fixedUs + perSampleUs * static_cast<double>(batch); }
 };
 /// Every layer's cost, in the network's layer order. The fused update op

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <queue>
 #include <string>
 
@@ -212,6 +213,23 @@ public:
         cutChange[lastReader + 1] -= bytes;
       }
     }
+    // Where a stage's plan can start: not inside a group of layers that
+    // share weights, not before the last input, not after the output.
+    cuttable_.assign(n + 1, true);
+    std::map<int, std::pair<int, int>> groupSpan; // tied group -> first and last position
+    for (int position = 0; position < n; ++position) {
+      const LayerCost &layer = request.layers[graph.order[position]];
+      if (layer.input)
+        std::fill(cuttable_.begin(), cuttable_.begin() + position + 1, false);
+      if (layer.output)
+        std::fill(cuttable_.begin() + position + 1, cuttable_.end(), false);
+      if (layer.tiedGroup >= 0) {
+        auto [it, added] = groupSpan.try_emplace(layer.tiedGroup, position, position);
+        it->second.second = position;
+      }
+    }
+    for (const auto &[group, span] : groupSpan)
+      std::fill(cuttable_.begin() + span.first + 1, cuttable_.begin() + span.second + 1, false);
     cutBytes_.assign(n + 1, 0);
     transferAtUs_.assign(n + 1, 0);
     leastTransferUpToUs_.assign(n + 1, 0);
@@ -222,6 +240,8 @@ public:
       // Values forward and their gradients back, per micro-batch.
       if (running > 0)
         transferAtUs_[position] = 2 * request.link.sendUs(static_cast<double>(running));
+      if (!cuttable_[static_cast<size_t>(position)]) // no stage may start here
+        transferAtUs_[position] = kUnreachableUs;
       leastTransferUpToUs_[position] =
           position == 1 ? transferAtUs_[1]
                         : std::min(leastTransferUpToUs_[position - 1], transferAtUs_[position]);
@@ -229,6 +249,10 @@ public:
   }
 
   int layerCount() const { return layerCount_; }
+  /// The places between two layers where a stage may start.
+  int cuttablePlaces() const {
+    return static_cast<int>(std::count(cuttable_.begin() + 1, cuttable_.end() - 1, true));
+  }
   int stageCount() const { return stageCount_; }
   /// Bytes per micro-batch crossing the cut before `position` (0 at the ends).
   int64_t cutBytes(int position) const { return cutBytes_[position]; }
@@ -282,6 +306,7 @@ private:
   std::vector<int64_t> fixedPrefixBytes_, activationPrefixBytes_, cutBytes_;
   std::vector<double> transferAtUs_;
   std::vector<double> leastTransferUpToUs_; ///< per position p >= 1: the least transfer at 1..p
+  std::vector<bool> cuttable_;              ///< per position: whether a stage may start there
 };
 
 /// The least slowest-stage time of any partition that fits the memory
@@ -462,6 +487,27 @@ Partition describePartition(const PartitionRequest &request, const LayerGraph &g
 
 } // namespace
 
+namespace {
+
+/// Too few places to cut: names the layers that share weights.
+Error uncuttableError(const PartitionRequest &request, int places) {
+  std::map<int, std::string> tied;
+  for (const LayerCost &layer : request.layers)
+    if (layer.tiedGroup >= 0)
+      tied[layer.tiedGroup] += (tied[layer.tiedGroup].empty() ? "" : ", ") + layerLabel(layer);
+  std::string groups;
+  for (const auto &[group, names] : tied)
+    groups += (groups.empty() ? "" : "; ") + names;
+  return Error{fmt::format(
+      "cannot cut {} into {}: a stage can start at only {} of the places between "
+      "them (the inputs stay in the first stage, the output in the last{}); use at "
+      "most {}",
+      plural(static_cast<int>(request.layers.size()), "layer"), plural(request.stages, "stage"), places,
+      groups.empty() ? std::string() : ", and layers that share weights together: " + groups, places + 1)};
+}
+
+} // namespace
+
 Expected<Partition> partitionLayers(const PartitionRequest &request) {
   if (Status checked = checkRequest(request); !checked)
     return fail(checked.message());
@@ -469,6 +515,8 @@ Expected<Partition> partitionLayers(const PartitionRequest &request) {
   if (!graph)
     return graph.error();
   const StageCosts costs(request, *graph);
+  if (costs.cuttablePlaces() < request.stages - 1)
+    return uncuttableError(request, costs.cuttablePlaces());
   const double slowestUs = leastSlowestStageUs(costs);
   if (slowestUs == kUnreachableUs)
     return memoryError(request, *graph, costs);

@@ -10,6 +10,7 @@
 
 #include "codegen/Codegen.h"
 #include "codegen/Partition.h"
+#include "codegen/TrainingEstimate.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Evaluate.h"
@@ -445,6 +446,49 @@ TEST(PipelineSchedule, OneForwardOneBackwardAndGPipe) {
         }
   EXPECT_FALSE(train::parsePipelineSchedule("pipedream").ok());
   EXPECT_EQ(*train::parsePipelineSchedule("gpipe"), gpipe);
+}
+
+/// The partition pass cuts only where stage plans can be built: never
+/// between layers that share weights, before the last input or after the
+/// output. For every example and K = 2..4 it either gives a partition whose
+/// every stage builds, or refuses K and names how many stages it can make.
+TEST(PipelineStagePlans, PartitionPassCutsOnlyWhereStagesBuild) {
+  auto table = cost::loadCostTable("cpu");
+  ASSERT_TRUE(table.ok()) << table.message();
+  const cost::ComputeProfile &profile = table->profileFor(1);
+  int partitioned = 0, refused = 0;
+  for (const std::string &example : exampleNames()) {
+    const std::string text = readFile(sourcePath("examples/" + example));
+    if (text.find(" auto") != std::string::npos)
+      continue; // sizes that need options
+    SCOPED_TRACE(example);
+    auto compiled = compileText(text);
+    const ir::Network &net = compiled->network;
+    plan::PlanOptions sizes;
+    sizes.buildTables = false;
+    auto whole = plan::buildPlan(net, sizes);
+    ASSERT_TRUE(whole.ok()) << whole.message();
+    for (int k = 2; k <= 4; ++k) {
+      auto request = cost::pipelineRequest(net, *whole, *table, profile, k, 0, 32);
+      ASSERT_TRUE(request.ok()) << request.message();
+      auto partition = cost::partitionLayers(*request);
+      if (!partition) {
+        EXPECT_NE(partition.message().find("use at most"), std::string::npos) << partition.message();
+        ++refused;
+        continue;
+      }
+      ++partitioned;
+      for (int stage = 0; stage < k; ++stage) {
+        plan::PlanOptions options = sizes;
+        options.stageOf = partition->stageOf;
+        options.stage = stage;
+        auto built = plan::buildPlan(net, options);
+        EXPECT_TRUE(built.ok()) << "K = " << k << ", stage " << stage << ": " << built.message();
+      }
+    }
+  }
+  EXPECT_GT(partitioned, 20);
+  EXPECT_GT(refused, 0); // siamese.net: H1 and H2 share weights, so at most 3 stages
 }
 
 } // namespace
