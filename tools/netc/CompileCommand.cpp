@@ -1,7 +1,8 @@
 // CompileCommand.cpp -- `netc compile FILE --emit=tokens|ast|ir|plan|llvm
 // [--after=PASS]`: stops after a stage and prints it as deterministic text
 // (golden tests). `plan` is the training plan (`--data-parallel` that of a
-// rank of a data-parallel job), `inference-plan` the forward ops only, `llvm`
+// rank of a data-parallel job; `--partition K` or `--cut` with `--stage S`
+// that of one pipeline stage), `inference-plan` the forward ops only, `llvm`
 // the IR `netc build` compiles from the inference plan (weights as zeros),
 // through the LLVM plugin.
 #include "CommandSupport.h"
