@@ -26,8 +26,8 @@ export CUDAARCHS=${CUDAARCHS:-90}
 # -Og -g1 (line tables, enough for the sanitizers' stack traces): about 30%
 # less compile time than -O1 (which was half of -O2 -g's), for tests that run
 # about as fast.
-# A unity build (each target's files compiled a few at a time as one): 40%
-# less again. The fuzzers' tree (scripts/fuzz.sh) compiles the libraries one
+# A unity build (each library's files compiled as one, the tests' 8 at a
+# time): 40% less again. The fuzzers' tree (scripts/fuzz.sh) compiles the libraries one
 # file at a time, so a missing #include still fails here.
 NETC_BUILD_TYPE=RelWithDebInfo scripts/build.sh build-test -DNETC_SANITIZE=address,undefined -DNETC_BUILD_BENCH=OFF \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG" \

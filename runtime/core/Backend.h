@@ -129,11 +129,12 @@ public:
   /// A pipeline stage's plan (Plan::stages > 1): the communicator of its
   /// pipeline, where rank r holds stage r; its send and receive ops go
   /// through it. A receive completes inside its op; a send starts there,
-  /// from a copy, and completes before the plan's update op runs (or, in a
-  /// plan without one, at the end of the run), so that neighbouring stages
-  /// sending to each other never wait for each other. Values move in the
-  /// interface's sample-major order whatever each backend holds. A backend
-  /// that cannot run stages refuses their plans at load. Must outlive every run.
+  /// from a copy, and completes before the plan's update op runs (stage
+  /// plans are training plans: every step ends with one), so that
+  /// neighbouring stages sending to each other never wait for each other.
+  /// Values move in the interface's sample-major order whatever each
+  /// backend holds. A backend that cannot run stages refuses their plans at
+  /// load. Must outlive every run.
   virtual void attachStages(comm::Communicator * /*stages*/) {}
   /// Runs ops [first, last) of the loaded plan on a batch of `batch` samples
   /// read from input slot `inputSlot`, with the activations of activation

@@ -287,8 +287,6 @@ public:
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
     }
-    if (!plan_->training && !pendingSends_.empty()) // forward only: nothing comes back to wait for
-      return finishSends();
     return Status::success();
   }
 

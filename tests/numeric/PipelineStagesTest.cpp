@@ -491,5 +491,64 @@ TEST(PipelineStagePlans, PartitionPassCutsOnlyWhereStagesBuild) {
   EXPECT_GT(refused, 0); // siamese.net: H1 and H2 share weights, so at most 3 stages
 }
 
+/// Seeded mutation of the cuts a user or a library caller gives: random
+/// lists of layer names (some unknown, repeated or out of order) and
+/// random stage vectors. Every one either gives stages whose plans build or
+/// is refused with a message; nothing crashes (the sanitizer build runs this).
+TEST(PipelineStagePlans, RandomCutsAreBuiltOrRefusedWithAMessage) {
+  std::mt19937 rng(31);
+  int built = 0, refusedCuts = 0, refusedStages = 0;
+  for (const std::string &example : exampleNames()) {
+    const std::string text = readFile(sourcePath("examples/" + example));
+    if (text.find(" auto") != std::string::npos)
+      continue; // sizes that need options
+    SCOPED_TRACE(example);
+    auto compiled = compileText(text);
+    const ir::Network &net = compiled->network;
+    const int layers = static_cast<int>(net.layers.size());
+    plan::PlanOptions options;
+    options.buildTables = false;
+    for (int round = 0; round < 40; ++round) {
+      std::vector<std::string> cuts;
+      const int count = int(rng() % 4);
+      for (int i = 0; i < count; ++i)
+        cuts.push_back(rng() % 8 == 0 ? "Nope" + std::to_string(rng() % 3)
+                                      : net.layers[rng() % static_cast<uint32_t>(layers)].name);
+      auto stageOf = cost::stagesFromCuts(net, cuts);
+      if (!stageOf) {
+        EXPECT_EQ(stageOf.message().rfind("--cut: '", 0), 0u) << stageOf.message();
+        ++refusedCuts;
+        continue;
+      }
+      const int stages = 1 + *std::max_element(stageOf->begin(), stageOf->end());
+      EXPECT_EQ(stages, count + 1);
+      for (int stage = 0; stage < stages; ++stage) {
+        options.stageOf = *stageOf;
+        options.stage = stage;
+        auto plan = plan::buildPlan(net, options);
+        if (plan)
+          ++built;
+        else
+          EXPECT_NE(plan.message().find("share the weights"), std::string::npos) << plan.message();
+      }
+    }
+    for (int round = 0; round < 40; ++round) { // any stage vector at all
+      std::vector<int> stageOf(static_cast<size_t>(layers));
+      for (int &s : stageOf)
+        s = int(rng() % 3);
+      options.stageOf = stageOf;
+      options.stage = int(rng() % 4);
+      auto plan = plan::buildPlan(net, options);
+      if (!plan) {
+        EXPECT_FALSE(plan.message().empty());
+        ++refusedStages;
+      }
+    }
+  }
+  EXPECT_GT(built, 100);
+  EXPECT_GT(refusedCuts, 50);
+  EXPECT_GT(refusedStages, 100);
+}
+
 } // namespace
 } // namespace netc::numeric
