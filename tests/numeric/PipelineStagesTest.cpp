@@ -448,6 +448,17 @@ TEST(PipelineSchedule, OneForwardOneBackwardAndGPipe) {
   EXPECT_EQ(*train::parsePipelineSchedule("gpipe"), gpipe);
 }
 
+/// Every example that compiles without options (no `auto` sizes), by file name.
+std::vector<std::pair<std::string, std::unique_ptr<Compilation>>> compiledExamples() {
+  std::vector<std::pair<std::string, std::unique_ptr<Compilation>>> out;
+  for (const std::string &example : exampleNames()) {
+    const std::string text = readFile(sourcePath("examples/" + example));
+    if (text.find(" auto") == std::string::npos)
+      out.emplace_back(example, compileText(text));
+  }
+  return out;
+}
+
 /// The partition pass cuts only where stage plans can be built: never
 /// between layers that share weights, before the last input or after the
 /// output. For every example and K = 2..4 it either gives a partition whose
@@ -457,12 +468,8 @@ TEST(PipelineStagePlans, PartitionPassCutsOnlyWhereStagesBuild) {
   ASSERT_TRUE(table.ok()) << table.message();
   const cost::ComputeProfile &profile = table->profileFor(1);
   int partitioned = 0, refused = 0;
-  for (const std::string &example : exampleNames()) {
-    const std::string text = readFile(sourcePath("examples/" + example));
-    if (text.find(" auto") != std::string::npos)
-      continue; // sizes that need options
+  for (const auto &[example, compiled] : compiledExamples()) {
     SCOPED_TRACE(example);
-    auto compiled = compileText(text);
     const ir::Network &net = compiled->network;
     plan::PlanOptions sizes;
     sizes.buildTables = false;
@@ -498,12 +505,8 @@ TEST(PipelineStagePlans, PartitionPassCutsOnlyWhereStagesBuild) {
 TEST(PipelineStagePlans, RandomCutsAreBuiltOrRefusedWithAMessage) {
   std::mt19937 rng(31);
   int built = 0, refusedCuts = 0, refusedStages = 0;
-  for (const std::string &example : exampleNames()) {
-    const std::string text = readFile(sourcePath("examples/" + example));
-    if (text.find(" auto") != std::string::npos)
-      continue; // sizes that need options
+  for (const auto &[example, compiled] : compiledExamples()) {
     SCOPED_TRACE(example);
-    auto compiled = compileText(text);
     const ir::Network &net = compiled->network;
     const int layers = static_cast<int>(net.layers.size());
     plan::PlanOptions options;
