@@ -3,6 +3,7 @@
 // flag spells it, a data set as its size and a hash of its contents.
 #include "api/DataParallel.h"
 #include "api/Backends.h"
+#include "api/Pipeline.h"
 #include "api/SettingValues.h"
 #include "runtime/comm/Launch.h"
 #include "runtime/comm/OpenCommunicator.h"
@@ -125,8 +126,13 @@ Step<int64_t> settleBatch(const TrainSettings &s, const StartPoint &start) {
     global = batch * std::max<int64_t>(1, hyperInt("accumulate"));
   }
   // The global batch is the samples of one update: the batch of each rank
-  // × the ranks × the micro-batches of --accumulate.
-  const int ranks = s.launch.size;
+  // × the ranks × the micro-batches of --accumulate (a pipeline's stages
+  // share one copy's batch).
+  if (s.partition == kAutoPartition)
+    return usage(fmt::format("--partition auto chooses the pipeline for --batch: give --batch to continue {} "
+                             "(its global batch is {}, the batch of each pipeline × the pipelines)",
+                             s.resume, global));
+  const int ranks = dataRanksAsked(s);
   const int64_t shares = ranks * s.accumulate;
   if (global % shares != 0)
     return usage(fmt::format(
@@ -178,6 +184,13 @@ comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run,
   f.add("--data-on-device", s.dataOnDevice ? "on" : "off");
   f.add("--deterministic",
         s.deterministicChunks ? std::to_string(s.deterministicChunks) : std::string("off"));
+  std::string cuts;
+  for (const std::string &layer : s.cuts)
+    cuts += (cuts.empty() ? "" : ",") + layer;
+  f.add("--partition", s.partition == kAutoPartition ? std::string("auto") : std::to_string(s.partition));
+  f.add("--cut", cuts.empty() ? std::string("none") : cuts);
+  f.add("--micro-batches", s.microBatches ? std::to_string(s.microBatches) : std::string("the default"));
+  f.add("--pipeline-schedule", s.pipelineSchedule);
   std::string skipped;
   for (const std::string &layer : s.initSkip)
     skipped += (skipped.empty() ? "" : ",") + layer;
@@ -190,7 +203,7 @@ comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run,
 }
 
 comm::Fingerprint networkFingerprint(const CompiledNetwork &network, const TrainingPlan &plan,
-                                     const Normalizing &normalizing) {
+                                     const Normalizing &normalizing, const std::string &pipeline) {
   comm::Fingerprint f;
   const ir::Network &net = network.net();
   f.add("network",
@@ -200,6 +213,7 @@ comm::Fingerprint networkFingerprint(const CompiledNetwork &network, const Train
   f.add("parameters", std::to_string(net.params));
   const std::string normalizer = normalizing.normalizer.toJson();
   f.add("normalizer", "fitted " + comm::hashBytes(normalizer.data(), normalizer.size()));
+  f.add("pipeline", pipeline.empty() ? std::string("none") : pipeline);
   return f;
 }
 

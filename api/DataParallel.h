@@ -45,9 +45,10 @@ int threadsPerRank(int threads, const Launch &launch);
 /// contents and the checkpoint's.
 comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run, const StartPoint &start,
                                  const TrainingData &data);
-/// ... and after: the network's text and what was compiled from it.
+/// ... and after: the network's text, what was compiled from it, and the
+/// pipeline's layout (pipelineFingerprint; "" for none).
 comm::Fingerprint networkFingerprint(const CompiledNetwork &network, const TrainingPlan &plan,
-                                     const Normalizing &normalizing);
+                                     const Normalizing &normalizing, const std::string &pipeline = {});
 
 /// Every rank brings `mine` (its refusal, if any) and `fingerprint`; all
 /// get the first refusal, or a refusal naming the first difference from rank

@@ -91,6 +91,8 @@ void fill(EstimateResult &r, const cost::Estimate &e, const ir::Network &net) {
       out.computeSeconds = stage.computeUs * 1e-6;
       out.transferSeconds = stage.transferUs * 1e-6;
       out.memoryBytes = stage.memoryBytes;
+      out.weightsBytes = stage.fixedBytes;
+      out.activationBytes = stage.activationBytes;
       out.bytesIn = stage.bytesIn;
       out.bytesOut = stage.bytesOut;
       r.partition.push_back(std::move(out));

@@ -465,6 +465,33 @@ constexpr TrainKey kTrainKeys[] = {
        s.costModel = v; // checked when the run starts (a file, a built-in name or none)
        return {};
      }},
+    {"partition",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       if (v == "auto") {
+         s.partition = netc::kAutoPartition;
+         return {};
+       }
+       return setInteger(s.partition, v, 0, kTrainDefaults.partition, netc::kMaxPipelineStages);
+     }},
+    {"cut",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.cuts.clear(); // a comma-separated list of layers ("": none)
+       for (size_t start = 0; start <= v.size() && !v.empty();) {
+         const size_t comma = std::min(v.find(',', start), v.size());
+         s.cuts.emplace_back(v.substr(start, comma - start));
+         start = comma + 1;
+       }
+       return {};
+     }},
+    {"micro_batches",
+     [](netc::TrainSettings &s, std::string_view v) {
+       return setInteger(s.microBatches, v, 0, kTrainDefaults.microBatches, std::numeric_limits<int64_t>::max());
+     }},
+    {"pipeline_schedule",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.pipelineSchedule = v.empty() ? kTrainDefaults.pipelineSchedule : std::string(v);
+       return {}; // checked with the other settings when the run starts
+     }},
 };
 
 /// Stops compiling when netc::TrainSettings gains or loses a field, until
@@ -476,9 +503,10 @@ constexpr TrainKey kTrainKeys[] = {
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
                                 device, cudaDebug, cudaGraphs, dataOnDevice, precision, maxMemory, logEvery,
                                 bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup, deterministicChunks,
-                                costModel, checkpointEvery, maxSourceBytes] = settings;
+                                costModel, checkpointEvery, maxSourceBytes, partition, cuts, microBatches,
+                                pipelineSchedule] = settings;
 }
-constexpr size_t kTrainSettingsFields = 49;
+constexpr size_t kTrainSettingsFields = 53;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

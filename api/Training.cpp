@@ -12,6 +12,7 @@
 #include "netc/Training.h"
 #include "api/Backends.h"
 #include "api/DataParallel.h"
+#include "api/Pipeline.h"
 #include "api/RunEstimate.h"
 #include "api/SettingValues.h"
 #include "api/TrainingSteps.h"
@@ -80,13 +81,13 @@ private:
 
 // ---- 7. the backend -------------------------------------------------------------------
 
-/// The most samples one run of the plan takes: --batch, or with
-/// --deterministic a chunk of the global batch (every rank count then runs
-/// the same shapes).
-int64_t runBatch(const TrainSettings &s) {
+/// The most samples one run of the plan takes: --batch (a pipeline's
+/// micro-batch), or with --deterministic a chunk of the global batch of
+/// `copies` data-parallel ranks (every rank count then runs the same shapes).
+int64_t runBatch(const TrainSettings &s, int copies) {
   if (s.deterministicChunks == 0)
     return s.batch;
-  const int64_t global = s.batch * s.launch.size;
+  const int64_t global = s.batch * copies;
   return (global + s.deterministicChunks - 1) / s.deterministicChunks;
 }
 
@@ -95,7 +96,8 @@ int64_t runBatch(const TrainSettings &s) {
 /// batches of --batch samples; `deviceNote` gets what --device auto chose and why.
 /// --data-on-device on a backend that cannot hold the training set is a usage error.
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
-                                                      comm::Communicator &comm, std::string &deviceNote) {
+                                                      comm::Communicator &comm, int copies,
+                                                      std::string &deviceNote) {
   // A device per rank (the CUDA backend): local rank r uses GPU N + r.
   auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug, s.cudaGraphs,
                              threadsPerRank(s.threads, s.launch), s.launch.localRank});
@@ -105,7 +107,7 @@ Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, co
   auto backend = runtime::createBackend(setup->backend, setup->options);
   if (!backend)
     return usage("--backend: " + backend.message());
-  if (Status st = (*backend)->load(plan, runBatch(s)); !st)
+  if (Status st = (*backend)->load(plan, runBatch(s, copies)); !st)
     return input(st.message());
   if (s.dataOnDevice && !(*backend)->describe().holdsData)
     return usage(fmt::format("--data-on-device needs --device cuda: the {} backend trains from the training "
@@ -149,7 +151,7 @@ std::string outputFolder(const TrainSettings &s, const ir::Network &net) {
 train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &run,
                                      const CompiledNetwork &network, const TrainingData &data,
                                      const TrainingPlan &plan, std::set<std::string> freshParameters,
-                                     const Normalizing &normalizing, comm::Communicator &comm) {
+                                     const Normalizing &normalizing, comm::Communicator &comm, int copies) {
   const ir::Network &net = network.net();
   train::TrainOptions t;
   t.epochs = s.epochs;
@@ -171,10 +173,10 @@ train::TrainOptions makeTrainOptions(const TrainSettings &s, const RunSettings &
   }
   t.comm = &comm;
   t.syncEvery = s.sync.kind == Sync::Kind::LocalSgd ? s.sync.every : 1;
-  t.learningRateScale = optim::lrScaleFactor(toRuntime(s.lrScaling), comm.size());
+  t.learningRateScale = optim::lrScaleFactor(toRuntime(s.lrScaling), copies);
   t.warmup = toRuntime(s.lrWarmup);
   t.deterministicChunks = s.deterministicChunks;
-  t.evaluationBatch = runBatch(s);
+  t.evaluationBatch = runBatch(s, copies);
   t.checkpointEvery = s.checkpointEvery;
   t.dataOnDevice = s.dataOnDevice;
   t.resumeFrom = s.resume;
@@ -210,14 +212,17 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
                                     const CompiledNetwork &network, const TrainingData &data,
                                     const TrainingPlan &plan, const Normalizing &normalizing,
                                     const train::TrainOptions &t, const runtime::BackendInfo &backend,
-                                    std::string_view deviceNote, const comm::Communicator &comm) {
+                                    std::string_view deviceNote, const comm::Communicator &comm,
+                                    const PipelineLayout *pipeline) {
   const ir::Network &net = network.net();
   const data::Dataset *evalSet = data.evaluated();
   // The learning rate, with --lr-scaling's factor and the warm-up.
   std::string rate = fmt::format("{:g}", t.hyper.learningRate);
+  const int copies = pipeline ? pipeline->copies : comm.size();
   if (t.learningRateScale != 1)
-    rate += fmt::format(" × {:g} ({} for {} ranks) = {:g}", t.learningRateScale, lrScalingName(s.lrScaling),
-                        comm.size(), double(t.hyper.learningRate) * t.learningRateScale);
+    rate +=
+        fmt::format(" × {:g} ({} for {} {}) = {:g}", t.learningRateScale, lrScalingName(s.lrScaling), copies,
+                    pipeline ? "pipelines" : "ranks", double(t.hyper.learningRate) * t.learningRateScale);
   if (t.hyper.momentum > 0)
     rate += fmt::format(" momentum {:g}", t.hyper.momentum);
   if (s.lrWarmup.length > 0)
@@ -225,7 +230,7 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
                         s.lrWarmup.length == 1 ? "" : "s");
   if (s.deterministicChunks > 0)
     rate += fmt::format(", deterministic: {} chunks of {} a step added in a fixed order",
-                        s.deterministicChunks, runBatch(s));
+                        s.deterministicChunks, runBatch(s, copies));
   std::vector<std::string> lines = {
       fmt::format("network {}: {} parameters, task {}{}, loss {}", net.name, net.params,
                   taskText(network.options.task),
@@ -242,10 +247,14 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
                   : std::string(),
           data.train.featureCount, data::normalizerText(normalizing.normalizer.spec()) + normalizing.note),
       fmt::format("training {} epochs, batch {}{}{}, {} lr {}{}, {}, seed {}, {} thread(s){} on {}{}",
-                  s.epochs, s.batch, comm.size() > 1 ? " per rank" : "",
-                  s.accumulate > 1 ? fmt::format(" × {} micro-batches ({} samples a step)", s.accumulate,
-                                                 s.batch * s.accumulate * comm.size())
-                                   : std::string(),
+                  s.epochs, pipeline ? pipeline->batch : s.batch,
+                  pipeline          ? " per pipeline"
+                  : comm.size() > 1 ? " per rank"
+                                    : "",
+                  pipeline           ? std::string()
+                  : s.accumulate > 1 ? fmt::format(" × {} micro-batches ({} samples a step)", s.accumulate,
+                                                   s.batch * s.accumulate * comm.size())
+                                     : std::string(),
                   optimizerName(s.optimizer), rate,
                   s.schedule.kind != Schedule::Kind::Constant ? ", schedule " + scheduleText(s.schedule)
                                                               : std::string(),
@@ -260,6 +269,11 @@ std::vector<std::string> setupLines(const TrainSettings &s, const StartPoint &st
     lines.back() += fmt::format(
         ", training set on the device ({:.1f} MiB, each batch gathered there)",
         double((data.train.features.size() + data.train.labels.size()) * sizeof(float)) / double(1 << 20));
+  if (pipeline) {
+    for (std::string &line : pipelineLines(*pipeline, net, s))
+      lines.push_back(std::move(line));
+    return lines;
+  }
   if (std::string job = jobLine(s, comm, plan.plan); !job.empty())
     lines.push_back(std::move(job));
   return lines;
@@ -284,7 +298,6 @@ std::string estimateLine(const RunEstimate &e) {
 std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &backend, const TrainingData &data,
                                   train::TrainOptions options, int64_t batch, TrainListener *listener,
                                   TrainResult &result) {
-  comm::Communicator *comm = options.comm;
   train::Trainer trainer(plan, backend, data.train, data.evaluated(), std::move(options));
   ListenerAdapter adapter(listener);
   auto summary = trainer.run(adapter);
@@ -306,7 +319,7 @@ std::optional<Refusal> runTrainer(const plan::Plan &plan, runtime::Backend &back
   result.measuredTotalSeconds = summary->seconds;
   if (data.test && !summary->interrupted) { // a stop request wants the process back now
     const auto testStart = std::chrono::steady_clock::now();
-    auto test = train::evaluate(plan, backend, *data.test, batch, comm);
+    auto test = trainer.evaluateSet(*data.test, batch);
     if (!test)
       return input(test.message());
     result.finalTest = toPublic(*test);
@@ -388,6 +401,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     else
       refusal = held.refusal();
   }
+  std::optional<PipelineLayout> pipeline;
   std::optional<TrainingPlan> plan;
   std::set<std::string> fresh;
   std::optional<Normalizing> normalizing;
@@ -395,8 +409,32 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   std::string deviceNote;
   if (!refusal) {
     applyTaskDefaults(*run, s, network->options.task);
-    auto planned =
-        buildTrainingPlan(netPath, s, *run, network->net(), *data, comm.size(), comm.kind() == "nccl");
+    const SampleCounts counts{data->train.count, data->evaluated() ? data->evaluated()->count : 0,
+                              data->test ? data->test->count : 0};
+    auto settled = settlePipeline(s, *run, network->net(), counts);
+    if (settled)
+      pipeline = std::move(*settled);
+    else
+      refusal = settled.refusal();
+  }
+  // With pipeline stages each rank is a stage of one of the data-parallel
+  // copies; each step's batch goes through in micro-batches (the plan
+  // accumulates their gradients, as --accumulate does).
+  const int copies = pipeline ? pipeline->copies : comm.size();
+  std::optional<StagePart> part;
+  if (pipeline) {
+    result.globalBatch = pipeline->batch * pipeline->copies;
+    if (s.deterministicChunks == 0) {
+      s.batch = pipeline->microBatch;
+      s.accumulate = pipeline->microBatches;
+    }
+    part = StagePart{pipeline->stageOf, pipeline->stage,
+                     train::activationSlots(pipeline->schedule, pipeline->stages, pipeline->stage,
+                                            static_cast<int>(pipeline->microBatches))};
+  }
+  if (!refusal) {
+    auto planned = buildTrainingPlan(netPath, s, *run, network->net(), *data, copies, comm.kind() == "nccl",
+                                     part ? &*part : nullptr);
     if (planned)
       plan = std::move(*planned);
     else
@@ -426,21 +464,44 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       refusal = usage("--cost-model: " + chosen.message());
   }
   if (!refusal) {
-    auto created = createBackend(s, plan->plan, comm, deviceNote);
+    auto created = createBackend(s, plan->plan, comm, copies, deviceNote);
     if (created)
       backend = std::move(*created);
     else
       refusal = created.refusal();
   }
-  refusal =
-      agreeAcrossRanks(comm, std::move(refusal),
-                       refusal ? comm::Fingerprint{} : networkFingerprint(*network, *plan, *normalizing),
-                       seed, "agreement on the network", result.errorOnEveryRank);
+  refusal = agreeAcrossRanks(comm, std::move(refusal),
+                             refusal ? comm::Fingerprint{}
+                                     : networkFingerprint(*network, *plan, *normalizing,
+                                                          pipeline ? pipelineFingerprint(*pipeline) : ""),
+                             seed, "agreement on the network", result.errorOnEveryRank);
   if (refusal)
     return refuse(std::move(*refusal));
+  // Every rank agreed: the pipelines' and the stages' communicators.
+  std::optional<PipelineCommunicators> links;
+  if (pipeline) {
+    // Messages about a rank say which stage it holds.
+    std::vector<std::string> roles;
+    for (int r = 0; r < comm.size(); ++r)
+      roles.push_back(pipeline->copies == 1 ? fmt::format("stage {}", r % pipeline->stages)
+                                            : fmt::format("stage {} of pipeline {}", r % pipeline->stages,
+                                                          r / pipeline->stages));
+    comm.setRankRoles(std::move(roles));
+    auto joined = joinPipeline(comm, *pipeline);
+    if (!joined) {
+      result.lostRank = comm.failed();
+      return refuse(input(joined.message()));
+    }
+    links = std::move(*joined);
+    backend->attach(links->copies.get());
+    backend->attachStages(links->stages.get());
+  }
   const runtime::BackendInfo info = backend->describe();
   train::TrainOptions options =
-      makeTrainOptions(s, *run, *network, *data, *plan, std::move(fresh), *normalizing, comm);
+      makeTrainOptions(s, *run, *network, *data, *plan, std::move(fresh), *normalizing, comm, copies);
+  if (pipeline)
+    options.pipeline =
+        train::TrainOptions::Pipeline{links->stages.get(), links->copies.get(), pipeline->schedule};
   const ir::Network &net = network->net();
   result.outDir = options.outDir;
   result.trainSamples = data->train.count;
@@ -457,7 +518,14 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       estimated.epochs = std::max<int64_t>(0, s.epochs - start->file->metadataInt("epoch").value_or(0));
     const SampleCounts counts{data->train.count, data->evaluated() ? data->evaluated()->count : 0,
                               data->test ? data->test->count : 0};
-    if (auto e = estimateRun(net, plan->plan, *costTable, estimated, comm.size(), counts)) {
+    if (pipeline) { // the whole network's plan, cut into the stages again
+      estimated.batch = pipeline->batch;
+      estimated.accumulate = 1;
+    }
+    auto e = pipeline ? estimateRun(net, *pipeline->wholePlan, *costTable, estimated, copies, counts,
+                                    pipeline->stages, static_cast<int>(pipeline->microBatches))
+                      : estimateRun(net, plan->plan, *costTable, estimated, comm.size(), counts);
+    if (e) {
       RunEstimate estimate;
       estimate.costTable = costTableLabel;
       estimate.note = e->profileNote;
@@ -475,7 +543,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     }
   }
   if (listener) {
-    auto lines = setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, deviceNote, comm);
+    auto lines = setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, deviceNote, comm,
+                            pipeline ? &*pipeline : nullptr);
     if (result.estimate)
       lines.push_back(estimateLine(*result.estimate));
     listener->onSetup(lines);
@@ -484,8 +553,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   }
   if (folderLock) // the run is under way: its folder and lock stay
     folderLock->commit();
-  if (auto failed =
-          runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s), listener, result)) {
+  if (auto failed = runTrainer(plan->plan, *backend, *data, std::move(options), runBatch(s, copies), listener,
+                               result)) {
     result.lostRank = comm.failed();
     return refuse(std::move(*failed));
   }

@@ -4,6 +4,7 @@
 // and normalizeData, with the helpers they share. Every message names the
 // file or flag involved and says what to do.
 #include "api/TrainingSteps.h"
+#include "api/Pipeline.h"
 #include "api/SettingValues.h"
 #include "codegen/Codegen.h"
 #include "runtime/comm/Launch.h"
@@ -175,11 +176,15 @@ Step<RunSettings> checkSettings(const TrainSettings &s) {
     if (k < 0 || k > kMaxDeterministicChunks || (k & (k - 1)) != 0)
       return usage(fmt::format("--deterministic takes a power of two of chunks from 1 to {}, got {}",
                                kMaxDeterministicChunks, k));
-    const int ranks = s.launch.size;
+    const int ranks = dataRanksAsked(s); // a pipeline's stages share one copy's chunks
     if ((ranks & (ranks - 1)) != 0 || k % ranks != 0) {
       std::string choices;
       for (int r = 1; r <= k; r *= 2)
         choices += (choices.empty() ? "" : r == k ? " or " : ", ") + std::to_string(r);
+      if (pipelineAsked(s))
+        return usage(fmt::format("--deterministic {} shares its {} chunks among the pipeline's data-parallel "
+                                 "copies, which {} copies cannot: run {} copies",
+                                 k, k, ranks, choices));
       return usage(
           fmt::format("--deterministic {} shares its {} chunks among the ranks, which {} ranks cannot: "
                       "run on {} ranks",
@@ -194,6 +199,8 @@ Step<RunSettings> checkSettings(const TrainSettings &s) {
           "--deterministic fixes the order in which each step's gradients are added; --sync local-sgd "
           "has no such step: use one or the other");
   }
+  if (auto problem = checkPipelineSettings(s))
+    return std::move(*problem);
   if (s.checkpointEvery < 0)
     return usage(fmt::format("--checkpoint-every must be at least 1 step, got {}", s.checkpointEvery));
   if (s.checkpointEvery > 0 && s.sync.kind == Sync::Kind::LocalSgd && s.checkpointEvery % s.sync.every != 0)
@@ -412,10 +419,20 @@ plan::PlanOptions trainingPlanOptions(const TrainSettings &s, const RunSettings 
 
 Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
                                      const RunSettings &run, const ir::Network &net, TrainingData &data,
-                                     int ranks, bool dataParallel) {
-  auto plan = plan::buildPlan(net, trainingPlanOptions(s, run, ranks, dataParallel));
+                                     int ranks, bool dataParallel, const StagePart *part) {
+  plan::PlanOptions options = trainingPlanOptions(s, run, ranks, dataParallel);
+  if (part) {
+    options.stageOf = part->stageOf;
+    options.stage = part->stage;
+  }
+  auto plan = plan::buildPlan(net, options);
   if (!plan)
-    return input(fmt::format("{}: {}", netPath, plan.message()));
+    return input(fmt::format("{}: {}{}", netPath,
+                             part ? fmt::format("stage {}: ", part->stage) : std::string(), plan.message()));
+  if (part) { // each micro-batch in flight keeps its activations and inputs until its backward
+    plan->activationSlots = part->activationSlots;
+    plan->inputSlots = part->activationSlots;
+  }
   if (Status fits = plan::checkPlanFits(*plan, s.batch, s.maxMemory); !fits)
     return usage(fmt::format("--batch {}: {}", s.batch, fits.message()));
   if (plan->featureCount != data.train.featureCount)

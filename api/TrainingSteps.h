@@ -173,15 +173,26 @@ struct TrainingPlan {
 /// the all-reduces of --sync.
 plan::PlanOptions trainingPlanOptions(const TrainSettings &s, const RunSettings &run, int ranks = 1,
                                       bool dataParallel = false);
+/// A pipeline stage's part of a training plan (api/Pipeline.h): the stage
+/// of every layer, which stage to build, and the activation slots it keeps.
+struct StagePart {
+  std::vector<int> stageOf;
+  int stage = 0;
+  int activationSlots = 1;
+};
+
 /// Builds the training plan (with the optimizer's state, gradient
 /// accumulation, the gradient buckets and, for several ranks or
 /// `dataParallel` (NCCL, even on one GPU), the all-reduces of --sync),
 /// checks that it fits the memory
 /// limit at the batch, that the data has the network's feature count, and
 /// that every label is a class of the output layer.
+/// With `part`, the plan of one pipeline stage, its batch-sized memory
+/// checked at --batch with its activation slots.
 Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSettings &s,
                                      const RunSettings &run, const ir::Network &net, TrainingData &data,
-                                     int ranks = 1, bool dataParallel = false);
+                                     int ranks = 1, bool dataParallel = false,
+                                     const StagePart *part = nullptr);
 
 /// The parameters --init-skip leaves freshly initialised: those of the named
 /// layers (their incoming bundles and biases). An unknown layer, or one

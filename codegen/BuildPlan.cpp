@@ -269,6 +269,7 @@ private:
       param.fanOut = std::max<int64_t>(1, fanOut);
       const ir::Layer &owner = net_.layers[static_cast<size_t>(ref.layer)];
       param.gain = owner.function == ir::Activation::Sigmoid ? 4.0 : 1.0;
+      param.networkIndex = static_cast<int>(plan_.parameters.size());
       param.buffer = fixedBuffer(param.name, BufferRole::Parameter, param.shape);
       if (options_.training)
         param.gradient = fixedBuffer("d" + param.name, BufferRole::ParameterGrad, param.shape);

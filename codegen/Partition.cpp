@@ -272,9 +272,14 @@ public:
     return std::min<int64_t>(microBatches_, stageCount_ - stage);
   }
   int64_t memoryBytes(int stage, int begin, int end) const {
-    const int64_t fixed = fixedPrefixBytes_[end] - fixedPrefixBytes_[begin];
+    return fixedBytes(begin, end) + activationBytes(stage, begin, end);
+  }
+  /// Parameters, gradients, optimizer state and tables of layers [begin, end).
+  int64_t fixedBytes(int begin, int end) const { return fixedPrefixBytes_[end] - fixedPrefixBytes_[begin]; }
+  /// Their activations at the micro-batches stage `stage` holds in flight.
+  int64_t activationBytes(int stage, int begin, int end) const {
     const int64_t activations = activationPrefixBytes_[end] - activationPrefixBytes_[begin];
-    return fixed + activations * microBatch_ * microBatchesInFlight(stage);
+    return activations * microBatch_ * microBatchesInFlight(stage);
   }
   /// Whether stage `stage` fits the limit; once false, it stays false as `begin` falls.
   bool fits(int stage, int begin, int end) const {
@@ -476,6 +481,8 @@ Partition describePartition(const PartitionRequest &request, const LayerGraph &g
     }
     stage.transferUs = costs.transferAtUs(begin) + costs.transferAtUs(end);
     stage.memoryBytes = costs.memoryBytes(stageIndex, begin, end);
+    stage.fixedBytes = costs.fixedBytes(begin, end);
+    stage.activationBytes = costs.activationBytes(stageIndex, begin, end);
     stage.bytesIn = costs.cutBytes(begin);
     stage.bytesOut = costs.cutBytes(end);
     partition.slowestUs = std::max(partition.slowestUs, stage.timeUs());

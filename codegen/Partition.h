@@ -37,6 +37,9 @@ struct Stage {
   /// Parameters, gradients, optimizer state and tables, plus the activations
   /// of the micro-batches in flight on it (min(M, K - stage) under 1F1B).
   int64_t memoryBytes = 0;
+  /// Of it: the parameters, gradients, optimizer state and tables, and the
+  /// activations of the micro-batches in flight.
+  int64_t fixedBytes = 0, activationBytes = 0;
   int64_t bytesIn = 0, bytesOut = 0; ///< per micro-batch across its first and last cut
 };
 

@@ -204,6 +204,10 @@ struct Parameter {
   /// stage's plan holds some of the parameters; starting each at its place
   /// in the one random sequence gives every stage the values one process would.
   int64_t uniformDrawsBefore = 0, scaledDrawsBefore = 0;
+  /// Its index among the whole network's parameters (a pipeline stage's
+  /// plan holds some of them): the stages' checkpoint tensors, gathered, go
+  /// into one file in the whole network's order.
+  int networkIndex = 0;
   double gain = 1; // Xavier gain for the destination's function (4 for sigmoid, Glorot 2010)
   bool isBias = false;
   int kernelBias = -1; // convolution weights: the Parameter holding their kernel biases

@@ -6,6 +6,7 @@
 // doubling rank counts, and with stages the pipeline of micro-batches
 // through the partition.
 #include "codegen/TrainingEstimate.h"
+#include "codegen/Codegen.h"
 
 #include <fmt/format.h>
 
@@ -74,6 +75,33 @@ Expected<PartitionRequest> pipelineRequest(const ir::Network &network, const pla
   p.link = table.linkFor(stages);
   p.memoryLimit = table.memoryBytes;
   return p;
+}
+
+Expected<NetworkPartition> partitionNetwork(const ir::Network &network, const CostTable &table,
+                                            const plan::UpdateRule &rule, int stages, int microBatches,
+                                            int64_t batch, uint64_t memoryLimit) {
+  plan::PlanOptions options;
+  options.update = rule;
+  options.buildTables = false; // sizes only: the table buffers' sizes are kept
+  options.maxMemoryBytes = UINT64_MAX;
+  auto plan = plan::buildPlan(network, options);
+  if (!plan)
+    return plan.error();
+  NetworkPartition out;
+  const ComputeProfile &profile = table.profileFor(1);
+  out.threads = profile.threads;
+  auto request = pipelineRequest(network, *plan, table, profile, stages, microBatches, batch);
+  if (!request)
+    return request.error();
+  if (memoryLimit > 0)
+    request->memoryLimit = memoryLimit;
+  out.microBatches = request->microBatches;
+  out.microBatch = request->microBatch;
+  auto partition = partitionLayers(*request);
+  if (!partition)
+    return partition.error();
+  out.partition = std::move(*partition);
+  return out;
 }
 
 Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan &plan,

@@ -77,6 +77,24 @@ Expected<PartitionRequest> pipelineRequest(const ir::Network &network, const pla
                                            const CostTable &table, const ComputeProfile &profile, int stages,
                                            int microBatches, int64_t batch);
 
+/// A network's partition into pipeline stages, as netc show --partition K
+/// and netc train --partition K compute it, and what it was computed for.
+struct NetworkPartition {
+  Partition partition;
+  int microBatches = 0;
+  int64_t microBatch = 0;
+  int threads = 0; ///< of the table's profile each stage runs on (0: a device)
+};
+
+/// Partitions `network` into `stages` stages for `microBatches` (0: 4 K)
+/// micro-batches of a step of `batch` samples: the layer costs of its
+/// training plan (with the optimizer state of `rule`) on the table's
+/// one-thread profile, each stage on a core or a device of its own.
+/// `memoryLimit` (bytes per stage; 0: the table's device memory) bounds each stage.
+Expected<NetworkPartition> partitionNetwork(const ir::Network &network, const CostTable &table,
+                                            const plan::UpdateRule &rule, int stages, int microBatches,
+                                            int64_t batch, uint64_t memoryLimit = 0);
+
 /// Estimates a run of `plan` (a training plan of one replica, at the run's
 /// optimizer and bucket size) on `table`.
 Expected<Estimate> estimateTraining(const ir::Network &network, const plan::Plan &plan,

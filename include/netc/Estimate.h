@@ -38,6 +38,9 @@ struct EstimateStage {
   std::vector<std::string> layers;
   double computeSeconds = 0, transferSeconds = 0; ///< per micro-batch
   int64_t memoryBytes = 0, bytesIn = 0, bytesOut = 0;
+  /// Of memoryBytes: parameters, gradients, optimizer state and index
+  /// tables, and the activations of the micro-batches it holds in flight.
+  int64_t weightsBytes = 0, activationBytes = 0;
 };
 
 struct EstimateScaling {

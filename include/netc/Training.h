@@ -150,6 +150,10 @@ inline constexpr int kMaxDeterministicChunks = 1024;
 
 /// The default `--comm-timeout`, in seconds, and the largest (a day).
 inline constexpr double kDefaultCommTimeout = 60;
+/// TrainSettings::partition's value for `--partition auto`.
+inline constexpr int kAutoPartition = -1;
+/// The most pipeline stages `--partition` takes.
+inline constexpr int kMaxPipelineStages = 4096;
 inline constexpr double kMaxCommTimeout = 86400;
 
 /// The default `--bucket-mb`: the MiB of gradients a data-parallel run
@@ -261,6 +265,21 @@ struct TrainSettings {
   int64_t checkpointEvery = 0;
   /// The largest .net file read (`--max-source-size`), as CompileOptions's.
   uint64_t maxSourceBytes = CompileOptions{}.maxSourceBytes;
+  /// `--partition K`: the job's ranks are K-stage pipelines (model
+  /// parallelism; stages on consecutive ranks), as many as the ranks allow
+  /// (data parallelism between them), cut where the cost model balances
+  /// the stages (netc show --partition K shows the same cuts);
+  /// kAutoPartition: K chosen by the cost model for the ranks; 0: none.
+  int partition = 0;
+  /// `--cut LAYER,...`: the pipeline's stages start at these layers instead.
+  std::vector<std::string> cuts;
+  /// `--micro-batches M`: the micro-batches `batch` is split into per step
+  /// through a pipeline (M divides batch); 0: the largest divisor of batch
+  /// up to 4 K.
+  int64_t microBatches = 0;
+  /// `--pipeline-schedule`: "1f1b" (one forward, one backward, with a flush)
+  /// or "gpipe" (every forward, then every backward).
+  std::string pipelineSchedule = "1f1b";
 };
 
 /// What a run estimated of itself before its first step (netc estimate's

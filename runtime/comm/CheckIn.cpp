@@ -75,8 +75,21 @@ std::string rankList(const std::vector<int> &ranks) {
 }
 
 std::string stallMessage(const StallReport &r) {
-  std::string message = fmt::format("{}: the {} {} did not complete within --comm-timeout {:g} s",
-                                    rankName(r.rank, r.size), r.what, r.position, r.timeoutSeconds);
+  // The job's numbers of this communicator's ranks.
+  auto job = [&](int p) { return r.jobRanks.empty() ? p : r.jobRanks[static_cast<size_t>(p)]; };
+  // A rank's number in the job, and what it does there ("1 (stage 1)").
+  auto named = [&](int p) {
+    const size_t n = static_cast<size_t>(job(p));
+    return n < r.roles.size() && !r.roles[n].empty() ? fmt::format("{} ({})", n, r.roles[n])
+                                                     : std::to_string(n);
+  };
+  std::string message = fmt::format("{}{}: the {} {} did not complete within --comm-timeout {:g} s",
+                                    rankName(job(r.rank), r.jobRanks.empty() ? r.size : r.jobSize),
+                                    static_cast<size_t>(job(r.rank)) < r.roles.size() &&
+                                            !r.roles[static_cast<size_t>(job(r.rank))].empty()
+                                        ? fmt::format(" ({})", r.roles[static_cast<size_t>(job(r.rank))])
+                                        : std::string(),
+                                    r.what, r.position, r.timeoutSeconds);
   if (r.absentSeconds >= r.timeoutSeconds / 2)
     return message +
            fmt::format(": this rank itself did not run for {:.1f} s of it (it was stopped, e.g. by "
@@ -85,8 +98,11 @@ std::string stallMessage(const StallReport &r) {
   auto answer = [&](int peer) -> const std::optional<CheckIn> & {
     return r.heard[static_cast<size_t>(peer)];
   };
-  auto ranks = [](const std::vector<int> &list) {
-    return fmt::format("{} {}", list.size() == 1 ? "rank" : "ranks", rankList(list));
+  auto ranks = [&](const std::vector<int> &list) {
+    std::string names;
+    for (size_t i = 0; i < list.size(); ++i)
+      names += fmt::format("{}{}", i == 0 ? "" : i + 1 == list.size() ? " and " : ", ", named(list[i]));
+    return fmt::format("{} {}", list.size() == 1 ? "rank" : "ranks", names);
   };
   std::vector<int> silent, with;
   // The ranks waiting elsewhere, grouped by where (in the order first met).
@@ -131,7 +147,7 @@ std::string stallMessage(const StallReport &r) {
     message += r.peer >= 0
                    ? fmt::format(": rank {} answered, but the transfer did not complete (network or MPI "
                                  "trouble between the two)",
-                                 r.peer)
+                                 named(r.peer))
                    : ": every rank answered from it, so the transport itself stalled (network or MPI "
                      "trouble)";
   return message;

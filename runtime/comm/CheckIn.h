@@ -51,6 +51,13 @@ struct StallReport {
   /// The longest time this rank itself did not run during the wait (it was
   /// stopped, or starved of CPU); from half the timeout on, the stall is its own.
   double absentSeconds = 0;
+  /// A communicator split from a job's (Communicator::split): each of its
+  /// ranks' rank in the job, and the job's size, which the message names
+  /// (empty: the ranks are the job's own).
+  std::vector<int> jobRanks = {};
+  int jobSize = 0;
+  /// Communicator::rankRoles: what each rank of the job does (may be empty).
+  std::vector<std::string> roles = {};
 };
 
 /// The error of a timed-out wait: the operation, the step, the ranks that

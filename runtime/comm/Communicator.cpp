@@ -32,6 +32,12 @@ Expected<int64_t> Communicator::startReceive(void *, int64_t, int peer, std::str
                           rankName(rank(), size()), what, peer, kind()));
 }
 
+Expected<std::shared_ptr<Communicator>> Communicator::split(int, int, std::string_view what) {
+  return fail(fmt::format("{}: the {} needs a communicator that can be split, which the '{}' communicator "
+                          "cannot",
+                          rankName(rank(), size()), what, kind()));
+}
+
 std::string Communicator::position() const {
   if (step_ <= 0)
     return "before the first training step";

@@ -15,6 +15,7 @@
 #include "support/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,6 +83,12 @@ public:
   virtual Expected<int64_t> startReceive(void *data, int64_t bytes, int peer, std::string_view what);
   /// Returns once every rank has called it.
   virtual Status barrier(std::string_view what) = 0;
+  /// A communicator of the ranks that give the same `color`, ranked by
+  /// `key` (then by rank): a pipeline's stages, or the replicas of one
+  /// stage. Every rank must call it. Its messages name the ranks by their
+  /// place in this communicator's job (rank 3 of 4, not 1 of 2). By default
+  /// refused: a communicator that cannot be split.
+  virtual Expected<std::shared_ptr<Communicator>> split(int color, int key, std::string_view what);
   /// Ends this rank's part in the job once every rank has called it; no
   /// other call may follow. A transport may shut down here (MPI finalizes,
   /// and later calls fail), so that a rank with more to do alone does it
@@ -103,6 +110,11 @@ public:
   std::string position() const;
   int64_t step() const { return step_; }
   int64_t epoch() const { return epoch_; }
+  /// What each rank of the job does, by its rank in the job ("stage 1"),
+  /// named next to it in messages ("rank 1 (stage 1) did not answer");
+  /// empty: nothing more than its number. A split communicator keeps them.
+  void setRankRoles(std::vector<std::string> roles) { roles_ = std::move(roles); }
+  const std::vector<std::string> &rankRoles() const { return roles_; }
   const CommOptions &options() const { return options_; }
 
   /// start + wait on a span.
@@ -133,6 +145,7 @@ private:
 
   CommOptions options_;
   int64_t step_ = 0, epoch_ = 0;
+  std::vector<std::string> roles_;
 };
 
 /// Every rank's `text`, in rank order, on every rank (the longest length by

@@ -14,7 +14,7 @@
 namespace netc::comm {
 
 /// Bumped whenever Communicator, LaunchInfo or CommOptions change.
-inline constexpr int kCommPluginAbi = 3;
+inline constexpr int kCommPluginAbi = 4;
 
 /// The file name of the MPI plugin.
 inline constexpr const char *kMpiPluginName = "libnetc-comm-mpi.so";

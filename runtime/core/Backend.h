@@ -147,6 +147,11 @@ public:
   virtual Status run(size_t first, size_t last, int64_t batch, int inputSlot = 0, int activationSlot = 0) = 0;
   /// Waits for everything issued so far.
   virtual void synchronize() = 0;
+  /// Waits until every send a pipeline stage's ops started has been
+  /// received (a send otherwise completes at the next update op): what a
+  /// run without an update (evaluation) calls after each batch, so that the
+  /// stage never holds more than a batch's sends.
+  virtual Status finishTransfers() { return Status::success(); }
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>(const BackendOptions &)>;

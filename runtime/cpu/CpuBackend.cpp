@@ -292,6 +292,8 @@ public:
 
   void synchronize() override {}
 
+  Status finishTransfers() override { return pendingSends_.empty() ? Status::success() : finishSends(); }
+
 private:
   int threads() const { return options_.threads > 0 ? options_.threads : omp_get_num_procs(); }
 

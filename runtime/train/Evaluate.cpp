@@ -41,7 +41,7 @@ void writeStepScalars(const plan::Plan &plan, runtime::Backend &backend,
 }
 
 Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
-                              int64_t batch, comm::Communicator *comm) {
+                              int64_t batch, comm::Communicator *comm, std::optional<data::Share> given) {
   Evaluation e;
   e.classification = isClassification(plan);
   e.classes = plan.outputNodes == 1 && e.classification ? 2 : plan.outputNodes;
@@ -51,16 +51,27 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
   std::vector<float> output;
   double lossSum = 0, correct = 0, nonFinite = 0;
   takeMetrics(plan, backend); // what a training step left
-  const data::Share share =
-      comm ? data::shareOf(data.count, comm->rank(), comm->size()) : data::Share{0, data.count};
+  const data::Share share = given                      ? *given
+                            : comm && comm->size() > 1 ? data::shareOf(data.count, comm->rank(), comm->size())
+                                                       : data::Share{0, data.count};
+  // A pipeline stage: the first reads the features, the last the labels
+  // and the outputs; a whole network's plan does all three.
+  const bool scores = plan.output >= 0;
   for (int64_t first = share.first; first < share.end; first += batch) {
     const int64_t size = std::min(batch, share.end - first);
-    backend.write(plan.features, std::span<const float>(data.features.data() + first * data.featureCount,
-                                                        static_cast<size_t>(size * data.featureCount)));
-    backend.write(plan.labels, std::span<const float>(data.labels.data() + first, static_cast<size_t>(size)));
+    if (plan.features >= 0)
+      backend.write(plan.features, std::span<const float>(data.features.data() + first * data.featureCount,
+                                                          static_cast<size_t>(size * data.featureCount)));
+    if (plan.labels >= 0)
+      backend.write(plan.labels,
+                    std::span<const float>(data.labels.data() + first, static_cast<size_t>(size)));
     writeStepScalars(plan, backend, optim::stepScalars({}, 0, 0, size, size));
     if (Status s = backend.run(plan.stepBegin, plan.lossEnd, size); !s)
       return Error{s.message()};
+    if (Status s = backend.finishTransfers(); !s)
+      return Error{s.message()};
+    if (!scores)
+      continue;
     const auto metrics = takeMetrics(plan, backend);
     lossSum += metrics[static_cast<size_t>(plan::Metric::LossSum)];
     correct += metrics[static_cast<size_t>(plan::Metric::Correct)];

@@ -12,9 +12,11 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/Backend.h"
 #include "runtime/data/Dataset.h"
+#include "runtime/data/Sharding.h"
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,9 +59,14 @@ void writeStepScalars(const plan::Plan &plan, runtime::Backend &backend,
 /// communicator of several ranks each evaluates its share of the samples
 /// and the sums (loss, correct, confusion matrix) are all-reduced, so every
 /// rank returns the evaluation of the whole set; the error is the
-/// communicator's.
+/// communicator's. `share` (default: this rank's among the communicator's)
+/// names the samples this rank evaluates: a pipeline stage evaluates its
+/// replica's share, stage by stage -- the first stage reads the features,
+/// the last the labels and outputs (the others add nothing to the sums),
+/// each batch's sends received before the next.
 Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend, const data::Dataset &data,
-                              int64_t batch, comm::Communicator *comm = nullptr);
+                              int64_t batch, comm::Communicator *comm = nullptr,
+                              std::optional<data::Share> share = std::nullopt);
 
 /// The output values of every sample of `features` (count × featureCount), row-major.
 std::vector<float> predict(const plan::Plan &plan, runtime::Backend &backend,

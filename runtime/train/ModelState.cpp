@@ -13,6 +13,7 @@
 #include "support/Version.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -218,9 +219,10 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
     backend.write(arena, std::vector<float>(static_cast<size_t>(plan.arenaElements), 0.0f));
 }
 
-Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const runtime::Backend &backend,
-                      const CheckpointInfo &info, bool withOptimizerState) {
+Expected<SafetensorsFile> stateTensors(const plan::Plan &plan, const runtime::Backend &backend,
+                                       bool withOptimizerState, std::string_view optimizer) {
   SafetensorsFile file;
+  std::vector<int> order;
   for (const plan::Parameter &p : plan.parameters) {
     if (!isTensor(p))
       continue;
@@ -228,19 +230,50 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
     auto tensor = Tensor::fromF32(
         p.name, shape, readTensor(plan, backend, p, [](const plan::Parameter &q) { return q.buffer; }));
     if (!tensor)
-      return tensor.status();
+      return tensor.error();
     file.tensors.push_back(std::move(*tensor));
+    order.push_back(p.networkIndex);
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
       auto state =
-          Tensor::fromF32(stateName(p, s, info.optimizer), shape,
+          Tensor::fromF32(stateName(p, s, optimizer), shape,
                           readTensor(plan, backend, p, [s](const plan::Parameter &q) { return q.state[s]; }));
       if (!state)
-        return state.status();
+        return state.error();
       file.tensors.push_back(std::move(*state));
+      order.push_back(p.networkIndex);
     }
   }
+  file.setMetadata(std::string(kNetworkOrderKey), nlohmann::json(order).dump());
+  return file;
+}
+
+Expected<SafetensorsFile> mergeStateTensors(std::vector<SafetensorsFile> parts) {
+  std::vector<std::pair<int, Tensor>> all;
+  for (SafetensorsFile &part : parts) {
+    auto text = part.metadataString(kNetworkOrderKey);
+    const nlohmann::json order =
+        text ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+    if (!order.is_array() || order.size() != part.tensors.size())
+      return fail(fmt::format("a stage's checkpoint tensors came without the order of their {} tensors",
+                              part.tensors.size()));
+    for (size_t i = 0; i < part.tensors.size(); ++i) {
+      if (!order[i].is_number_integer())
+        return fail("a stage's checkpoint tensors came with an order that is not integers");
+      all.push_back({order[i].get<int>(), std::move(part.tensors[i])});
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+  SafetensorsFile merged;
+  for (auto &[index, tensor] : all)
+    merged.tensors.push_back(std::move(tensor));
+  return merged;
+}
+
+Status writeCheckpoint(const std::string &path, SafetensorsFile file, const CheckpointInfo &info,
+                       bool withOptimizerState) {
+  file.metadata.clear();
   file.setMetadata("format", "netc-checkpoint");
   file.setMetadata("netc_version", kVersion);
   file.setMetadata("network", info.network);
@@ -251,6 +284,14 @@ Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const run
   for (const auto &[key, value] : info.extra)
     file.setMetadata(key, value);
   return writeSafetensorsAtomic(path, file);
+}
+
+Status saveCheckpoint(const std::string &path, const plan::Plan &plan, const runtime::Backend &backend,
+                      const CheckpointInfo &info, bool withOptimizerState) {
+  auto tensors = stateTensors(plan, backend, withOptimizerState, info.optimizer);
+  if (!tensors)
+    return Error{tensors.message()};
+  return writeCheckpoint(path, std::move(*tensors), info, withOptimizerState);
 }
 
 Status checkCheckpointFormat(const SafetensorsFile &file, const std::string &path) {
@@ -276,13 +317,15 @@ Expected<std::optional<int64_t>> checkpointCount(const SafetensorsFile &file, co
 
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
                                         runtime::Backend &backend, bool withOptimizerState,
-                                        std::string_view optimizer, const std::set<std::string> &keepAsIs) {
+                                        std::string_view optimizer, const std::set<std::string> &keepAsIs,
+                                        bool stageOnly) {
   auto file = readSafetensors(path);
   if (!file)
     return file.error();
   if (Status format = checkCheckpointFormat(*file, path); !format)
     return Error{format.message()};
   CheckpointInfo info;
+  info.tensorsInFile = static_cast<int64_t>(file->tensors.size());
   for (const auto &[key, value] : file->metadata)
     info.extra[key] = value;
   info.network = info.extra["network"];
@@ -337,7 +380,11 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
       }
   }
   for (const Tensor &t : file->tensors) {
-    if (expected.count(t.name))
+    if (expected.count(t.name) || (!withOptimizerState && states.count(t.name))) {
+      ++info.tensorsClaimed;
+      continue;
+    }
+    if (stageOnly) // another stage's, or nobody's: the stages count what they claimed
       continue;
     if (!states.count(t.name))
       return fail(fmt::format("{}: checkpoint of another network: tensor '{}' has shape {} in the "

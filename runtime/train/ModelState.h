@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace netc::train {
 
@@ -42,6 +43,11 @@ struct CheckpointInfo {
   int64_t epoch = 0;                        // epochs completed
   int64_t step = 0;                         // updates done
   std::map<std::string, std::string> extra; // normalizer, shuffle state, task, options, metrics...
+  /// loadCheckpoint: the file's tensors the plan used, or left (optimizer
+  /// state loaded without it); a pipeline's stages add theirs up to find a
+  /// tensor that no stage uses.
+  int64_t tensorsClaimed = 0;
+  int64_t tensorsInFile = 0;
 };
 
 /// Saves parameters (and optimizer state when `withOptimizerState`) of the
@@ -70,10 +76,28 @@ Expected<std::optional<int64_t>> checkpointCount(const SafetensorsFile &file, co
 /// named with its tensor and index. Parameters named in `keepAsIs` are neither checked nor
 /// loaded (`netc train --init-skip`): the backend keeps what it holds, and
 /// the file's tensors of the same names may have any shape or be absent.
+/// `stageOnly` (a pipeline stage's plan, which holds some of the network's
+/// parameters): tensors the plan lacks are left, not refused; the caller
+/// adds up the stages' CheckpointInfo::tensorsClaimed.
 Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Plan &plan,
                                         runtime::Backend &backend, bool withOptimizerState,
                                         std::string_view optimizer = {},
-                                        const std::set<std::string> &keepAsIs = {});
+                                        const std::set<std::string> &keepAsIs = {}, bool stageOnly = false);
+
+/// The metadata key of stateTensors' order.
+inline constexpr std::string_view kNetworkOrderKey = "network_order";
+
+/// The checkpoint tensors of the loaded plan's parameters (and optimizer
+/// state when `withOptimizerState`, named for `optimizer`), with metadata
+/// kNetworkOrderKey: each tensor's Parameter::networkIndex.
+Expected<SafetensorsFile> stateTensors(const plan::Plan &plan, const runtime::Backend &backend,
+                                       bool withOptimizerState, std::string_view optimizer);
+/// The tensors of pipeline stages' stateTensors in one file, in the whole
+/// network's order (as one process's stateTensors gives them).
+Expected<SafetensorsFile> mergeStateTensors(std::vector<SafetensorsFile> parts);
+/// Writes `file`'s tensors with `info` as a checkpoint, atomically.
+Status writeCheckpoint(const std::string &path, SafetensorsFile file, const CheckpointInfo &info,
+                       bool withOptimizerState);
 
 /// A stable hash of a network's text (FNV-1a, 64-bit, hex).
 std::string hashSource(std::string_view text);

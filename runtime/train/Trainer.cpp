@@ -43,6 +43,12 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// An all-reduce op or its wait (the replicas' exchange of a step, run with
+/// its last micro-batch), not a pipeline stage's send or receive.
+bool syncsReplicas(plan::OpKind kind) {
+  return kind == plan::OpKind::AllReduce || kind == plan::OpKind::AllReduceWait;
+}
+
 /// 100 (estimate - measured) / measured, or null without a measurement.
 nlohmann::json errorPercent(double estimated, double measured) {
   return measured > 0 ? nlohmann::json(100 * (estimated - measured) / measured) : nlohmann::json(nullptr);
@@ -90,12 +96,12 @@ Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, i
   summary.steps = step_;
   summary.bestEpoch = bestEpoch_;
   Status saved = Status::success();
-  if (!options_.outDir.empty()) {
-    const std::string last = (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
+  if (savesState()) {
+    const std::string last = lastCheckpointPath();
     // Stopped at an epoch end: last.safetensors already holds that epoch.
     if (done < train_.count) {
       saved = saveState(last, epoch, done, lossSum, correct);
-      if (saved)
+      if (saved && !last.empty())
         observer.onCheckpoint(last, step_);
     }
     summary.checkpoint = last;
@@ -174,20 +180,20 @@ Expected<bool> Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t
 }
 
 int64_t Trainer::batchesPerEpoch() const {
-  const int64_t global = options_.batch * ranks();
+  const int64_t global = options_.batch * dataRanks();
   return (train_.count + global - 1) / global;
 }
 
 Status Trainer::runOps(size_t first, size_t last, int64_t size, int slot, bool communicate) {
   if (communicate)
-    return backend_.run(first, last, size, slot);
-  // The runs between the communication ops.
+    return backend_.run(first, last, size, slot, options_.pipeline ? slot : 0);
+  // The runs between the all-reduce ops.
   for (size_t begin = first; begin < last;) {
     size_t end = begin;
-    while (end < last && plan::opRole(plan_.ops[end].kind) != plan::OpRole::Communication)
+    while (end < last && !syncsReplicas(plan_.ops[end].kind))
       ++end;
     if (end > begin)
-      if (Status s = backend_.run(begin, end, size, slot); !s)
+      if (Status s = backend_.run(begin, end, size, slot, options_.pipeline ? slot : 0); !s)
         return s;
     begin = end + 1;
   }
@@ -201,7 +207,7 @@ Status Trainer::runEmptyStep() {
   if (plan_.gradientArena >= 0)
     backend_.write(plan_.gradientArena, zeroGradients_);
   for (size_t i = plan_.lossEnd; i < plan_.backwardEnd; ++i)
-    if (plan::opRole(plan_.ops[i].kind) == plan::OpRole::Communication)
+    if (syncsReplicas(plan_.ops[i].kind))
       if (Status s = backend_.run(i, i + 1, 1, 0); !s)
         return s;
   return backend_.run(plan_.backwardEnd, plan_.updateEnd, 1, 0);
@@ -223,8 +229,9 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
   // The global steps of the rest of the epoch and this rank's share of each,
   // cut into micro-batches of --batch -- or with --deterministic, the
   // step's fixed chunks this rank owns (the micro-batch's leaf).
-  const int64_t perStep = options_.batch * options_.accumulate * ranks();
-  const std::vector<data::ShardedStep> steps = data::shardedSteps(n, state.skipped, perStep, rank(), ranks());
+  const int64_t perStep = options_.batch * options_.accumulate * dataRanks();
+  const std::vector<data::ShardedStep> steps =
+      data::shardedSteps(n, state.skipped, perStep, dataRank(), dataRanks());
   struct Micro {
     int64_t first, size;
     int leaf; // --deterministic: the chunk
@@ -283,7 +290,9 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
     return hostBatch->size;
   };
   int slot = 0;
-  auto staged = stageNext(slot); // the size of the batch in `slot`
+  // The size of the batch in `slot` (a pipeline stage takes its batches as
+  // its schedule's forwards come).
+  Expected<int64_t> staged = options_.pipeline ? Expected<int64_t>(int64_t{0}) : stageNext(slot);
   if (!staged)
     return staged.error();
   const bool localSgd = plan_.replicaSync == plan::ReplicaSync::AverageReplicas;
@@ -294,6 +303,9 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
     ++step_;
     if (options_.comm)
       options_.comm->setPosition(step_, state.epoch + 1);
+    if (options_.pipeline) // their messages name the step too
+      for (comm::Communicator *link : {options_.pipeline->stages, options_.pipeline->replicas})
+        link->setPosition(step_, state.epoch + 1);
     state.learningRate =
         float(optim::scheduledLearningRate(options_.schedule,
                                            float(options_.hyper.learningRate * options_.learningRateScale),
@@ -302,18 +314,29 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
     // The loss scale 1 / this: the step's samples over every rank (their
     // gradients are summed), or for local SGD its share of them (each
     // replica steps on its own, then they are averaged).
-    const double stepSamples = localSgd ? double(step.samples) / double(ranks()) : double(step.samples);
+    const double stepSamples = localSgd ? double(step.samples) / double(dataRanks()) : double(step.samples);
     const int64_t micro = static_cast<int64_t>(micros[s].size());
     if (chunks)
       fixedOrder_->reset();
-    if (micro == 0 && !chunks) {
+    if (options_.pipeline && micro > 0) {
+      std::vector<int64_t> microSizes;
+      std::vector<int> leaves;
+      for (const Micro &m : micros[s]) {
+        microSizes.push_back(m.size);
+        leaves.push_back(m.leaf);
+      }
+      if (Status st = runPipelineStep(microSizes, leaves, *prefetcher, stepSamples, state.learningRate); !st)
+        return Error{st.message()};
+      state.lastSlot = 0;
+      state.lastBatch = 0; // diverged() cannot run the stages' forward again
+    } else if (micro == 0 && !chunks) {
       writeStepScalars(plan_, backend_,
                        optim::stepScalars({options_.optimizer, options_.hyper}, state.learningRate, step_,
                                           stepSamples, 0));
       if (Status st = runEmptyStep(); !st)
         return Error{st.message()};
     }
-    for (int64_t m = 0; m < micro; ++m) {
+    for (int64_t m = 0; m < (options_.pipeline ? 0 : micro); ++m) {
       if (prefetcher)
         backend_.fence(); // the current batch is in `slot` (a gather needs no wait on the host)
       const int64_t size = *staged;
@@ -337,8 +360,12 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
         return staged.error();
       slot = 1 - slot;
     }
-    if (chunks) { // every rank's chunks added in the fixed tree, then the update
-      if (Status st = fixedOrder_->sum(options_.comm, fixedSum_); !st)
+    // Every rank's chunks added in the fixed tree, then the update (a
+    // pipeline stage does so in its step, unless it had no micro-batch).
+    if (chunks && !(options_.pipeline && micro > 0)) {
+      if (Status st =
+              fixedOrder_->sum(options_.pipeline ? options_.pipeline->replicas : options_.comm, fixedSum_);
+          !st)
         return Error{st.message()};
       backend_.write(plan_.gradientArena, fixedSum_);
       if (micro == 0)
@@ -352,7 +379,7 @@ Expected<bool> Trainer::runSteps(EpochState &state, TrainObserver &observer) {
       if (Status st = averageReplicas(); !st)
         return Error{st.message()};
     state.done = step.begin + step.samples;
-    const int64_t globalBatch = options_.batch * ranks();
+    const int64_t globalBatch = options_.batch * dataRanks();
     const int64_t batchIndex = (state.done + globalBatch - 1) / globalBatch;
     batchesUnread += batchIndex - state.batchIndex;
     state.batchIndex = batchIndex;
@@ -450,13 +477,13 @@ Status Trainer::writeEpochFiles(const EpochReport &report, TrainObserver &observ
     kept.erase(timing);
   kept["restored"] = true;
   epochLine_ = kept.dump();
-  if (!options_.outDir.empty()) {
-    const std::filesystem::path dir(options_.outDir);
-    if (Status s = saveState((dir / kLastCheckpointName).string(), report.epoch); !s)
+  if (savesState()) {
+    if (Status s = saveState(lastCheckpointPath(), report.epoch); !s)
       return s;
-    observer.onCheckpoint((dir / kLastCheckpointName).string(), step_);
+    if (!options_.outDir.empty())
+      observer.onCheckpoint(lastCheckpointPath(), step_);
     if (report.best)
-      if (Status s = saveState((dir / kBestCheckpointName).string(), report.epoch); !s)
+      if (Status s = saveState(bestCheckpointPath(), report.epoch); !s)
         return s;
   }
   // The run's estimate goes in just before its first epoch line: after the
@@ -515,10 +542,10 @@ Status Trainer::saveStepCheckpoint(const EpochState &state, TrainObserver &obser
   Status saved = Status::success();
   // (With local SGD the replicas were just averaged: --checkpoint-every is a
   // multiple of its period.)
-  if (!options_.outDir.empty()) {
-    const std::string last = (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
+  if (savesState()) {
+    const std::string last = lastCheckpointPath();
     saved = saveState(last, state.epoch, state.done, state.lossSum, state.correct);
-    if (saved)
+    if (saved && !last.empty())
       observer.onCheckpoint(last, step_);
   }
   return agreeOnEpochEnd(saved);
@@ -555,7 +582,7 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     // A run resumed mid-epoch skips the samples its checkpoint has done.
     state.skipped = epoch == firstEpoch_ ? firstPosition_ : 0;
     state.done = state.skipped;
-    state.batchIndex = (state.skipped + options_.batch * ranks() - 1) / (options_.batch * ranks());
+    state.batchIndex = (state.skipped + options_.batch * dataRanks() - 1) / (options_.batch * dataRanks());
     state.lossSum = state.skipped ? firstLossSum_ : 0;
     state.correct = state.skipped ? firstCorrect_ : 0;
     state.learningRate = options_.hyper.learningRate;
@@ -583,8 +610,7 @@ Expected<TrainSummary> Trainer::run(TrainObserver &observer) {
     report.classification = summary.classification;
     report.validation = options_.evaluatesValidation;
     if (test_) {
-      auto e = evaluate(plan_, backend_, *test_,
-                        options_.evaluationBatch ? options_.evaluationBatch : options_.batch, options_.comm);
+      auto e = evaluateSet(*test_, options_.evaluationBatch ? options_.evaluationBatch : options_.batch);
       if (!e)
         return e.error();
       report.testLoss = e->loss;

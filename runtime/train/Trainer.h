@@ -19,6 +19,12 @@
 // state reaches every rank by broadcast, the loss sums, evaluation and a stop
 // request are summed over the ranks, and only rank 0 writes files (the
 // caller gives the others no output paths).
+// Pipeline stages (TrainOptions::pipeline): each rank runs one stage's plan;
+// a step's micro-batches go through the stages in the schedule's order
+// (PipelineSchedule.h), each in an activation slot of its own, the last
+// stage says whether the step's loss was finite before any stage updates,
+// each stage's replicas all-reduce its gradients, and the checkpoints
+// gather every stage's tensors into rank 0's one file.
 #pragma once
 
 #include "codegen/Plan.h"
@@ -30,12 +36,17 @@
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/FixedOrderSum.h"
 #include "runtime/train/ModelState.h"
+#include "runtime/train/PipelineSchedule.h"
 
 #include <chrono>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+namespace netc::data {
+class BatchPrefetcher;
+}
 
 namespace netc::train {
 
@@ -96,6 +107,20 @@ struct TrainOptions {
     double stepSeconds = 0, epochSeconds = 0, evaluationSeconds = 0, checkpointSeconds = 0;
   };
   std::optional<Estimate> estimate;
+  /// Pipeline stages (--partition): this rank runs one stage's plan
+  /// (PlanOptions::stageOf) of one of the job's pipelines, and `comm` is
+  /// the whole job's communicator (agreements, the loss sums, evaluation).
+  /// `batch` is the micro-batch and `accumulate` the micro-batches of a step.
+  struct Pipeline {
+    /// The ranks of this rank's pipeline, rank s holding stage s (the
+    /// backend's attachStages).
+    comm::Communicator *stages = nullptr;
+    /// The ranks holding this stage, one per pipeline (the backend's
+    /// attach: its gradients' all-reduces); its rank is the data-parallel one.
+    comm::Communicator *replicas = nullptr;
+    PipelineScheduleKind schedule = PipelineScheduleKind::OneForwardOneBackward;
+  };
+  std::optional<Pipeline> pipeline;
 };
 
 struct Progress {
@@ -160,6 +185,9 @@ public:
   /// Whether run's error is the same on every rank (agreed, or a divergence
   /// all ranks saw), so that it is reported once; otherwise it is this rank's.
   bool errorOnEveryRank() const { return errorOnEveryRank_; }
+  /// Evaluates `data` in batches of `batch` as the run does after each
+  /// epoch (shared among the data-parallel ranks, through the stages).
+  Expected<Evaluation> evaluateSet(const data::Dataset &data, int64_t batch);
 
 private:
   /// The running sums of one epoch, as the steps report them.
@@ -205,6 +233,35 @@ private:
   int64_t batchesPerEpoch() const;
   int rank() const { return options_.comm ? options_.comm->rank() : 0; }
   int ranks() const { return options_.comm ? options_.comm->size() : 1; }
+  /// This rank's place among the data-parallel ranks (a pipeline's stages
+  /// share one place), and their number.
+  int dataRank() const { return options_.pipeline ? options_.pipeline->replicas->rank() : rank(); }
+  int dataRanks() const { return options_.pipeline ? options_.pipeline->replicas->size() : ranks(); }
+  /// This rank's pipeline stage, and the stages (0 of 1 without a pipeline).
+  int stage() const { return options_.pipeline ? options_.pipeline->stages->rank() : 0; }
+  int stages() const { return options_.pipeline ? options_.pipeline->stages->size() : 1; }
+  /// Whether this rank takes part in writing checkpoints: rank 0 with an
+  /// output folder, and with pipeline stages the other stages of its pipeline.
+  bool savesState() const;
+  /// last.safetensors and best.safetensors in the output folder ("" without one).
+  std::string lastCheckpointPath() const;
+  std::string bestCheckpointPath() const;
+  /// One step's micro-batches of `sizes` samples through this stage in the
+  /// schedule's order (the prefetcher's batches, the first stage's features
+  /// and the last's labels), then the update; `leaves`: --deterministic's
+  /// chunk of each micro-batch.
+  Status runPipelineStep(const std::vector<int64_t> &sizes, const std::vector<int> &leaves,
+                         data::BatchPrefetcher &prefetcher, double stepSamples, float learningRate);
+  /// The last stage's verdict on the step's loss (its metrics' FirstBadStep)
+  /// in every stage's metrics before their updates, so that all skip it.
+  Status shareLossVerdict();
+  /// Writes the checkpoint at `path` with `info`: this plan's tensors, or
+  /// with pipeline stages every stage's, gathered by stage 0 (rank 0, which
+  /// writes) from the others of its pipeline, which call it at the same point.
+  Status writeState(const std::string &path, const CheckpointInfo &info);
+  /// With pipeline stages: checks that the stages together used every
+  /// tensor of the checkpoint they started from (each loads its own).
+  Status checkStagesClaimedCheckpoint();
   /// The flat-loss hint after an epoch, once per run.
   void flatLossHint(const EpochState &state, const EpochReport &report, double previousLoss,
                     bool classification, TrainObserver &observer);
@@ -261,6 +318,13 @@ private:
   std::vector<float> fixedSum_;
   bool errorOnEveryRank_ = false;
   int stopReason_ = 0;
+  /// Pipeline stages: whether rank 0 writes checkpoints (every rank learns
+  /// it at the start), the tensors of the start checkpoint this stage used
+  /// and the file's count, and whether best.safetensors is to be written
+  /// again at the start (reestablishRunFiles on rank 0).
+  bool stagesSave_ = false;
+  int64_t claimedTensors_ = 0, startTensors_ = 0;
+  bool rewriteBest_ = false;
 };
 
 } // namespace netc::train

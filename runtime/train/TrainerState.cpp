@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -52,10 +53,47 @@ Status Trainer::start(TrainObserver &observer) {
   errorOnEveryRank_ = !verdict->ok;
   if (!verdict->ok)
     return fail(verdict->message);
-  return broadcastState();
+  if (options_.pipeline) {
+    // Whether rank 0 writes checkpoints (the stages of its pipeline send it
+    // their tensors then), and rewrites best.safetensors now.
+    std::array<int64_t, 2> flags = {options_.outDir.empty() ? 0 : 1, rewriteBest_ ? 1 : 0};
+    if (Status s = options_.comm->broadcast(flags.data(), sizeof flags, 0, "broadcast of rank 0's outputs");
+        !s)
+      return s;
+    stagesSave_ = flags[0] != 0;
+    rewriteBest_ = flags[1] != 0;
+    if (!options_.resumeFrom.empty() || !options_.initFrom.empty()) {
+      Status claimed = checkStagesClaimedCheckpoint();
+      errorOnEveryRank_ = !claimed.ok();
+      if (!claimed)
+        return claimed;
+    }
+  }
+  if (Status s = broadcastState(); !s)
+    return s;
+  if (rewriteBest_ && savesState())
+    return agreeOnEpochEnd(saveState(bestCheckpointPath(), firstEpoch_));
+  if (rewriteBest_)
+    return agreeOnEpochEnd(Status::success());
+  return Status::success();
+}
+
+std::string Trainer::lastCheckpointPath() const {
+  return options_.outDir.empty() ? std::string()
+                                 : (std::filesystem::path(options_.outDir) / kLastCheckpointName).string();
+}
+
+std::string Trainer::bestCheckpointPath() const {
+  return options_.outDir.empty() ? std::string()
+                                 : (std::filesystem::path(options_.outDir) / kBestCheckpointName).string();
 }
 
 Status Trainer::broadcastState() {
+  // Data parallelism: every rank holding the stage (the whole network
+  // without a pipeline) starts from its first replica's state.
+  comm::Communicator *replicas = options_.pipeline ? options_.pipeline->replicas : options_.comm;
+  if (replicas->size() == 1)
+    return Status::success();
   // The parameters, then each optimizer state slot: flat arenas, one broadcast each.
   std::vector<float> values(static_cast<size_t>(plan_.arenaElements));
   std::vector<int> arenas = {plan_.parameterArena};
@@ -63,15 +101,15 @@ Status Trainer::broadcastState() {
   for (int arena : arenas) {
     if (arena < 0)
       continue;
-    if (rank() == 0)
+    if (replicas->rank() == 0)
       backend_.read(arena, values);
     if (Status s =
-            options_.comm->broadcast(values.data(), static_cast<int64_t>(values.size() * sizeof(float)), 0,
-                                     arena == plan_.parameterArena ? "broadcast of rank 0's parameters"
-                                                                   : "broadcast of rank 0's optimizer state");
+            replicas->broadcast(values.data(), static_cast<int64_t>(values.size() * sizeof(float)), 0,
+                                arena == plan_.parameterArena ? "broadcast of rank 0's parameters"
+                                                              : "broadcast of rank 0's optimizer state");
         !s)
       return s;
-    if (rank() != 0)
+    if (replicas->rank() != 0)
       backend_.write(arena, values);
   }
   return Status::success();
@@ -79,16 +117,19 @@ Status Trainer::broadcastState() {
 
 Status Trainer::prepare(TrainObserver &observer) {
   if (const int chunks = options_.deterministicChunks; chunks > 0) {
-    const bool powerOfTwo = (chunks & (chunks - 1)) == 0 && (ranks() & (ranks() - 1)) == 0;
-    if (!powerOfTwo || chunks % ranks() != 0 || options_.accumulate > 1 ||
+    const bool powerOfTwo = (chunks & (chunks - 1)) == 0 && (dataRanks() & (dataRanks() - 1)) == 0;
+    if (!powerOfTwo || chunks % dataRanks() != 0 || options_.accumulate > 1 ||
         plan_.replicaSync != plan::ReplicaSync::None)
       return fail(
           fmt::format("--deterministic {} needs a power of two of chunks that the ranks ({}, a power of "
                       "two) divide, no --accumulate, and a plan without communication ops",
-                      chunks, ranks()));
-    fixedOrder_.emplace(plan_.trainedElements, chunks, rank(), ranks());
+                      chunks, dataRanks()));
+    fixedOrder_.emplace(plan_.trainedElements, chunks, dataRank(), dataRanks());
     fixedSum_.assign(static_cast<size_t>(plan_.trainedElements), 0.0f);
   }
+  if (options_.pipeline && options_.dataOnDevice)
+    return fail(
+        "--data-on-device and --partition exclude each other: pipeline stages train from host memory");
   if (options_.accumulate > 1 && plan_.stepBegin == 0)
     return fail(fmt::format("--accumulate {} needs a plan built for gradient accumulation "
                             "(PlanOptions::accumulateGradients)",
@@ -102,9 +143,11 @@ Status Trainer::prepare(TrainObserver &observer) {
   const bool resuming = !options_.resumeFrom.empty();
   if (resuming) {
     auto info = loadCheckpoint(options_.resumeFrom, plan_, backend_, /*withOptimizerState=*/true,
-                               optim::optimizerName(options_.optimizer));
+                               optim::optimizerName(options_.optimizer), {}, options_.pipeline.has_value());
     if (!info)
       return info.error();
+    claimedTensors_ = info->tensorsClaimed;
+    startTensors_ = info->tensorsInFile;
     if (!info->sourceHash.empty() && info->sourceHash != options_.info.sourceHash)
       observer.onHint(fmt::format("{} was written from a different text of this network (same parameters); "
                                   "continuing",
@@ -172,18 +215,19 @@ Status Trainer::prepare(TrainObserver &observer) {
       const int64_t globalBatch = sums["batch"].is_number_integer() && recordedRanks >= 1
                                       ? sums["batch"].get<int64_t>() * recordedRanks
                                       : -1;
-      if (globalBatch != options_.batch * ranks() || sums["shuffle"] != options_.shuffle ||
+      if (globalBatch != options_.batch * dataRanks() || sums["shuffle"] != options_.shuffle ||
           accumulate != options_.accumulate)
         return fail(fmt::format(
             "{} stopped in the middle of epoch {}, which it continues only with the global batch and order "
             "it "
             "had: {}{}{}",
             options_.resumeFrom, firstEpoch_ + 1,
-            globalBatch > 0 && globalBatch % ranks() == 0
-                ? fmt::format("pass --batch {}{}", globalBatch / ranks(),
-                              ranks() > 1 ? fmt::format(" with {} ranks", ranks()) : std::string())
+            globalBatch > 0 && globalBatch % dataRanks() == 0
+                ? fmt::format("pass --batch {}{}", globalBatch / dataRanks(),
+                              dataRanks() > 1 ? fmt::format(" with {} data-parallel ranks", dataRanks())
+                                              : std::string())
                 : fmt::format("{} samples per step, which {} ranks cannot share equally", globalBatch,
-                              ranks()),
+                              dataRanks()),
             accumulate != 1 ? " --accumulate " + accumulate.dump() : std::string(),
             sums["shuffle"] == true ? " without --no-shuffle" : " --no-shuffle"));
       firstLossSum_ = sums["loss"].get<double>();
@@ -196,9 +240,11 @@ Status Trainer::prepare(TrainObserver &observer) {
   if (!options_.initFrom.empty()) {
     initializeParameters(plan_, backend_, options_.init);
     auto info = loadCheckpoint(options_.initFrom, plan_, backend_, /*withOptimizerState=*/false, {},
-                               options_.freshParameters);
+                               options_.freshParameters, options_.pipeline.has_value());
     if (!info)
       return info.error();
+    claimedTensors_ = info->tensorsClaimed;
+    startTensors_ = info->tensorsInFile;
   }
   // The training set exactly as the host batches would hold it (normalised
   // by the caller), held once; a device without room for it says so.
@@ -265,8 +311,13 @@ Status Trainer::reestablishRunFiles(TrainObserver &observer) {
       bestOnDisk = **epoch;
   if (bestOnDisk == bestEpoch_)
     return Status::success();
-  if (bestEpoch_ == firstEpoch_) // the state just loaded is the best epoch's
+  if (bestEpoch_ == firstEpoch_) { // the state just loaded is the best epoch's
+    if (options_.pipeline) {       // every stage's: written once they all have it (start())
+      rewriteBest_ = true;
+      return Status::success();
+    }
     return saveState(best, firstEpoch_);
+  }
   observer.onHint(fmt::format("the run's best epoch is {}, but {} {}: the process ended while writing it; "
                               "it is written again at the next best epoch",
                               bestEpoch_, best,
@@ -336,13 +387,18 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
         {"loss", lossSum},
         {"correct", correct},
         {"batch", options_.batch},
-        {"ranks", ranks()},
+        {"ranks", dataRanks()},
         {"accumulate", options_.accumulate},
         {"shuffle",
          options_.shuffle}}.dump();
   // What a run on another number of ranks continues with (the same global batch).
-  info.extra["world_size"] = std::to_string(ranks());
-  info.extra["global_batch"] = std::to_string(options_.batch * options_.accumulate * ranks());
+  info.extra["world_size"] = std::to_string(dataRanks());
+  info.extra["global_batch"] = std::to_string(options_.batch * options_.accumulate * dataRanks());
+  if (options_.pipeline) // how it was trained; any pipeline, or none, continues it
+    info.extra["pipeline"] = nlohmann::json{{"stages", stages()},
+                                            {"micro_batches", options_.accumulate},
+                                            {"schedule", pipelineScheduleName(options_.pipeline->schedule)}}
+                                 .dump();
   info.extra["best_epoch"] = std::to_string(bestEpoch_);
   if (position == 0 && !epochLine_.empty())
     info.extra["epoch_metrics"] = epochLine_;
@@ -357,7 +413,7 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
                                                  {"accumulate", options_.accumulate},
                                                  {"schedule", optim::formatSchedule(options_.schedule)}}
                                       .dump();
-  return saveCheckpoint(path, plan_, backend_, info, /*withOptimizerState=*/true);
+  return writeState(path, info);
 }
 
 } // namespace netc::train

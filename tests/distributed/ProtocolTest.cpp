@@ -110,6 +110,19 @@ TEST(Stall, ARankThatWasItselfStoppedSaysSo) {
   EXPECT_NE(stallMessage(r).find("this rank itself did not run for 31.5 s of it"), std::string::npos);
 }
 
+TEST(Stall, ASplitCommunicatorNamesTheJobsRanksAndWhatTheyDo) {
+  // Ranks 0 and 1 of a pipeline's communicator are ranks 2 and 3 of the job
+  // (its second pipeline): the message gives the job's numbers and the stages.
+  StallReport r = report(0, 2, {std::nullopt, std::nullopt}, 1);
+  r.jobRanks = {2, 3};
+  r.jobSize = 4;
+  r.roles = {"stage 0 of pipeline 0", "stage 1 of pipeline 0", "stage 0 of pipeline 1",
+             "stage 1 of pipeline 1"};
+  const std::string message = stallMessage(r);
+  EXPECT_EQ(message.rfind("rank 2 of 4 (stage 0 of pipeline 1): the ", 0), 0u) << message;
+  EXPECT_NE(message.find(": rank 3 (stage 1 of pipeline 1) did not answer"), std::string::npos) << message;
+}
+
 TEST(Messages, AllGatheredTextsComeBackInRankOrder) {
   FakeCommunicator comm(1, 3);
   comm.maximum = 5;

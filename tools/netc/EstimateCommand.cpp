@@ -89,15 +89,17 @@ void printText(const EstimateResult &r) {
     std::printf(
         "\npipeline: %d stages, %d micro-batch(es) of %lld sample(s): bubble (K-1)/(M+K-1) = %.1f%%\n",
         r.stages, r.microBatches, static_cast<long long>(r.microBatch), 100 * r.bubble);
-    std::printf("  %-6s %-12s %-12s %-12s %-12s %s\n", "stage", "compute", "transfer", "memory", "cut out",
-                "layers");
+    std::printf("  %-6s %-12s %-12s %-12s %-12s %-12s %-12s %s\n", "stage", "compute", "transfer", "memory",
+                "weights", "activations", "cut out", "layers");
     for (size_t i = 0; i < r.partition.size(); ++i) {
       const EstimateStage &s = r.partition[i];
       std::string layers;
       for (const std::string &l : s.layers)
         layers += (layers.empty() ? "" : ", ") + l;
-      std::printf("  %-6zu %-12s %-12s %-12s %-12s %s\n", i, durationText(s.computeSeconds).c_str(),
-                  durationText(s.transferSeconds).c_str(), bytesText(s.memoryBytes).c_str(),
+      std::printf("  %-6zu %-12s %-12s %-12s %-12s %-12s %-12s %s\n", i,
+                  durationText(s.computeSeconds).c_str(), durationText(s.transferSeconds).c_str(),
+                  bytesText(s.memoryBytes).c_str(), bytesText(s.weightsBytes).c_str(),
+                  bytesText(s.activationBytes).c_str(),
                   i + 1 < r.partition.size() ? bytesText(s.bytesOut).c_str() : "-", layers.c_str());
     }
   }
@@ -167,6 +169,8 @@ nlohmann::json toJson(const EstimateResult &r) {
                         {"compute_seconds", s.computeSeconds},
                         {"transfer_seconds", s.transferSeconds},
                         {"memory_bytes", s.memoryBytes},
+                        {"weights_bytes", s.weightsBytes},
+                        {"activation_bytes", s.activationBytes},
                         {"bytes_in", s.bytesIn},
                         {"bytes_out", s.bytesOut}});
     j["pipeline"] = {{"stages", stages},

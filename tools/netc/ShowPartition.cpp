@@ -22,36 +22,22 @@ std::optional<ShownPartition> partitionForShow(const ir::Network &net, const Par
     std::fprintf(stderr, "netc: error: --cost-model: %s\n", printableText(table.message()).c_str());
     return std::nullopt;
   }
-  plan::PlanOptions options;
-  options.update.hyper.momentum = 0.9f; // SGD with momentum: one state slot
-  options.update.optimizer = flags.optimizer == "adam"       ? plan::OptimizerKind::Adam
-                             : flags.optimizer == "adadelta" ? plan::OptimizerKind::AdaDelta
-                                                             : plan::OptimizerKind::Sgd;
-  options.buildTables = false; // sizes only: the table buffers' sizes are kept
-  options.maxMemoryBytes = UINT64_MAX;
-  auto plan = plan::buildPlan(net, options);
-  if (!plan) {
-    printError(plan.message());
-    return std::nullopt;
-  }
-  ShownPartition shown;
-  shown.costTable = spec;
-  // Each stage on a device of its own: on the CPU, a core (the 1-thread profile).
-  const cost::ComputeProfile &profile = table->profileFor(1);
-  shown.threads = profile.threads;
-  auto request = cost::pipelineRequest(net, *plan, *table, profile, flags.stages, flags.microBatches, batch);
-  if (!request) {
-    printError(request.message());
-    return std::nullopt;
-  }
-  shown.microBatches = request->microBatches;
-  shown.microBatch = request->microBatch;
-  auto partition = cost::partitionLayers(*request);
+  plan::UpdateRule rule;
+  rule.hyper.momentum = 0.9f; // SGD with momentum: one state slot
+  rule.optimizer = flags.optimizer == "adam"       ? plan::OptimizerKind::Adam
+                   : flags.optimizer == "adadelta" ? plan::OptimizerKind::AdaDelta
+                                                   : plan::OptimizerKind::Sgd;
+  auto partition = cost::partitionNetwork(net, *table, rule, flags.stages, flags.microBatches, batch);
   if (!partition) {
     std::fprintf(stderr, "netc: error: --partition %d: %s\n", flags.stages, partition.message().c_str());
     return std::nullopt;
   }
-  shown.partition = std::move(*partition);
+  ShownPartition shown;
+  shown.costTable = spec;
+  shown.threads = partition->threads;
+  shown.microBatches = partition->microBatches;
+  shown.microBatch = partition->microBatch;
+  shown.partition = std::move(partition->partition);
   return shown;
 }
 
@@ -63,16 +49,19 @@ void printPartitionText(const ir::Network &net, const ShownPartition &shown) {
               printableText(net.name).c_str(), k, printableText(shown.costTable).c_str(),
               shown.threads > 0 ? fmt::format(", {} thread(s) per stage", shown.threads).c_str() : "",
               shown.microBatches, static_cast<long long>(shown.microBatch));
-  std::printf("%-6s %-11s %-11s %-11s %-11s %-11s %s\n", "stage", "compute", "transfer", "time", "memory",
-              "cut out", "layers");
+  std::printf("%-6s %-11s %-11s %-11s %-11s %-11s %-11s %-11s %s\n", "stage", "compute", "transfer", "time",
+              "memory", "weights", "activations", "cut out", "layers");
   for (int i = 0; i < k; ++i) {
     const cost::Stage &s = p.stages[static_cast<size_t>(i)];
     std::string layers;
     for (int l : s.layers)
       layers += (layers.empty() ? "" : ", ") + net.layers[static_cast<size_t>(l)].name;
-    std::printf("%-6d %-11s %-11s %-11s %-11s %-11s %s\n", i, durationText(s.computeUs * 1e-6).c_str(),
-                durationText(s.transferUs * 1e-6).c_str(), durationText(s.timeUs() * 1e-6).c_str(),
+    std::printf("%-6d %-11s %-11s %-11s %-11s %-11s %-11s %-11s %s\n", i,
+                durationText(s.computeUs * 1e-6).c_str(), durationText(s.transferUs * 1e-6).c_str(),
+                durationText(s.timeUs() * 1e-6).c_str(),
                 byteSizeText(static_cast<uint64_t>(s.memoryBytes)).c_str(),
+                byteSizeText(static_cast<uint64_t>(s.fixedBytes)).c_str(),
+                byteSizeText(static_cast<uint64_t>(s.activationBytes)).c_str(),
                 i + 1 < k ? byteSizeText(static_cast<uint64_t>(s.bytesOut)).c_str() : "-", layers.c_str());
   }
   std::printf(
@@ -95,6 +84,8 @@ nlohmann::json partitionJson(const ir::Network &net, const ShownPartition &shown
                       {"transfer_us", s.transferUs},
                       {"time_us", s.timeUs()},
                       {"memory_bytes", s.memoryBytes},
+                      {"weights_bytes", s.fixedBytes},
+                      {"activation_bytes", s.activationBytes},
                       {"bytes_in", s.bytesIn},
                       {"bytes_out", s.bytesOut}});
   }

@@ -291,8 +291,15 @@ int runTrain(TrainArgs &args) {
   if (args.ranks.gpus > 0 && (s.device.empty() || s.device == "auto"))
     s.device = "cuda";
   // --ranks N: start the job (this process then only waits for it), or
-  // this process's place in one.
-  if (auto done = settleLaunch(args.ranks, s.device, s.threads, args.commandLine, s.launch))
+  // this process's place in one. --partition K or --cut without --ranks,
+  // outside a launcher: a rank for each stage.
+  RankRequest request = args.ranks;
+  const int stages = !s.cuts.empty() ? static_cast<int>(s.cuts.size()) + 1 : s.partition;
+  if (request.ranks == 0 && request.gpus == 0 && stages > 1)
+    if (LaunchResult here = launchFromEnvironment();
+        here.ok() && here.launch.size <= 1 && here.launch.jobId.empty())
+      request.ranks = stages;
+  if (auto done = settleLaunch(request, s.device, s.threads, args.commandLine, s.launch))
     return *done;
   const bool rankZero = s.launch.rank == 0;
   if (auto problem = parseSettingTexts(args)) {
@@ -498,6 +505,38 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
         return text.empty() ? std::string() : integerFlagProblem(text, 1, kMaxDeterministicChunks, value);
       })
       ->type_name("[K]");
+  cmd->add_option_function<std::string>(
+         "--partition",
+         [&s](const std::string &text) {
+           if (text == "auto")
+             s.partition = kAutoPartition;
+           else
+             integerFlagProblem(text, 1, kMaxPipelineStages, s.partition);
+         },
+         "Model parallelism: cut the network into K pipeline stages, one per rank (consecutive ranks hold a "
+         "pipeline; more ranks make data-parallel copies of it), where the cost model balances them (the "
+         "cuts netc show --partition K prints); auto: K chosen by the cost model for the ranks; without "
+         "--ranks or a launcher, K ranks are started")
+      ->check([](const std::string &text) {
+        int value = 0;
+        return text == "auto" ? std::string() : integerFlagProblem(text, 1, kMaxPipelineStages, value);
+      })
+      ->type_name("K|auto");
+  cmd->add_option("--cut", s.cuts,
+                  "Pipeline stages that start at these layers instead of the partition pass's (in the order "
+                  "netc compile --emit=plan computes them)")
+      ->delimiter(',')
+      ->type_name("LAYER[,LAYER...]");
+  addIntegerOption(*cmd, "--micro-batches", s.microBatches, int64_t{1}, kMaxInt64,
+                   "With --partition: micro-batches each pipeline splits --batch into (M divides --batch; "
+                   "default: the largest divisor of --batch up to 4 K)")
+      ->type_name("M")
+      ->default_str("");
+  cmd->add_option("--pipeline-schedule", s.pipelineSchedule,
+                  "With --partition: 1f1b (one forward, one backward: each stage holds at most K - stage "
+                  "micro-batches) or gpipe (every forward, then every backward); the same weights either way")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}))
+      ->capture_default_str();
   cmd->add_option("--cost-model", s.costModel,
                   "Cost table of the estimate printed at the start and checked at the end: a file written by "
                   "netc calibrate, a built-in one (cpu, h100), or none (default: the device's)")

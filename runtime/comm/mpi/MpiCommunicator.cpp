@@ -22,6 +22,8 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -70,12 +72,33 @@ MPI_Datatype mpiType(DataType type) {
   return MPI_BYTE;
 }
 
+/// Set once any communicator of the process has failed: finalising MPI
+/// would then wait for the rank that is missing.
+bool gJobFailed = false;
+
 class MpiCommunicator final : public Communicator {
 public:
+  /// `jobRanks`: for a communicator split from the job's, each of its ranks'
+  /// rank in the job of `jobSize` (empty: the job's own communicator).
   MpiCommunicator(const CommOptions &options, int rank, int size, int localRank, int localSize, MPI_Comm data,
-                  MPI_Comm side)
+                  MPI_Comm side, std::vector<int> jobRanks = {}, int jobSize = 0)
       : Communicator(options), rank_(rank), size_(size), localRank_(localRank), localSize_(localSize),
-        data_(data), side_(side), heard_(static_cast<size_t>(size)) {}
+        data_(data), side_(side), heard_(static_cast<size_t>(size)), jobRanks_(std::move(jobRanks)),
+        jobSize_(jobRanks_.empty() ? size : jobSize) {
+    if (jobRanks_.empty())
+      for (int r = 0; r < size; ++r)
+        jobRanks_.push_back(r);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (split_ && !finalized && !gJobFailed) {
+      MPI_Comm_free(&data_);
+      MPI_Comm_free(&side_);
+    }
+  }
+  MpiCommunicator(const MpiCommunicator &) = delete;
+  MpiCommunicator &operator=(const MpiCommunicator &) = delete;
 
   std::string_view kind() const override { return "mpi"; }
   int rank() const override { return rank_; }
@@ -83,6 +106,41 @@ public:
   int localRank() const override { return localRank_; }
   int localSize() const override { return localSize_; }
   bool failed() const override { return !failure_.empty(); }
+
+  Expected<std::shared_ptr<Communicator>> split(int color, int key, std::string_view what) override {
+    if (failed())
+      return fail(failure_);
+    // Every rank's colour and key through a watched all-gather first:
+    // MPI_Comm_split cannot time out, so it starts only once every rank has
+    // come this far.
+    const std::array<int64_t, 2> mine = {color, key};
+    std::vector<int64_t> all(static_cast<size_t>(2 * size_));
+    if (Status s = allGather(mine.data(), sizeof mine, all.data(), what); !s)
+      return Error{s.message()};
+    std::vector<std::pair<int64_t, int>> members; // (key, rank) of the ranks of this colour
+    for (int r = 0; r < size_; ++r)
+      if (all[static_cast<size_t>(2 * r)] == color)
+        members.push_back({all[static_cast<size_t>(2 * r + 1)], r});
+    std::sort(members.begin(), members.end());
+    std::vector<int> jobRanks;
+    for (const auto &member : members)
+      jobRanks.push_back(jobRanks_[static_cast<size_t>(member.second)]);
+    MPI_Comm data = MPI_COMM_NULL, side = MPI_COMM_NULL;
+    if (int code = MPI_Comm_split(data_, color, key, &data); code != MPI_SUCCESS)
+      return fail(broken(what, code));
+    if (int code = MPI_Comm_split(side_, color, key, &side); code != MPI_SUCCESS)
+      return fail(broken(what, code));
+    MPI_Comm_set_errhandler(data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(side, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(data, &rank);
+    MPI_Comm_size(data, &size);
+    auto part = std::make_shared<MpiCommunicator>(options(), rank, size, localRank_, localSize_, data, side,
+                                                  std::move(jobRanks), jobSize_);
+    part->split_ = true;
+    part->setRankRoles(rankRoles());
+    return std::shared_ptr<Communicator>(std::move(part));
+  }
 
   Expected<int64_t> startAllReduce(void *data, int64_t count, DataType type, ReduceOp op,
                                    std::string_view what) override {
@@ -126,7 +184,7 @@ public:
       return fail(failure_);
     auto it = pending_.find(id);
     if (it == pending_.end())
-      return fail(fmt::format("{}: no operation {} was started (a bug in netc)", rankName(rank_, size_), id));
+      return fail(fmt::format("{}: no operation {} was started (a bug in netc)", me(), id));
     Pending pending = std::move(it->second);
     pending_.erase(it);
     if (Status s = complete(pending.requests, pending.what, pending.sequence, pending.peer); !s)
@@ -168,7 +226,7 @@ public:
     const int64_t sequence = ++sequence_;
     if (bytes > kMaxTransferBytes)
       return fail(fmt::format("{}: the {} gathers {} bytes per rank, more than the {} one MPI call moves",
-                              rankName(rank_, size_), what, bytes, kMaxTransferBytes));
+                              me(), what, bytes, kMaxTransferBytes));
     std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
     if (int code = MPI_Iallgather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes),
                                   MPI_BYTE, data_, &requests[0]);
@@ -227,6 +285,9 @@ private:
     ReduceOp op = ReduceOp::Sum;
   };
 
+  /// This rank as messages name it: its place in the job.
+  std::string me() const { return rankName(jobRanks_[static_cast<size_t>(rank_)], jobSize_); }
+
   /// Keeps a started all-reduce until its wait; returns its request.
   int64_t remember(Pending pending) {
     const int64_t id = nextRequest_++;
@@ -257,8 +318,8 @@ private:
   }
 
   std::string broken(std::string_view what, int code) {
-    failure_ = fmt::format("{}: MPI failed in the {} {}: {}", rankName(rank_, size_), what, position(),
-                           mpiError(code));
+    gJobFailed = true;
+    failure_ = fmt::format("{}: MPI failed in the {} {}: {}", me(), what, position(), mpiError(code));
     return failure_;
   }
 
@@ -268,8 +329,7 @@ private:
     if (failed())
       return fail(failure_);
     if (peer < 0 || peer >= size_ || peer == rank_)
-      return fail(
-          fmt::format("{}: the {} names rank {} (a bug in netc)", rankName(rank_, size_), what, peer));
+      return fail(fmt::format("{}: the {} names rank {} (a bug in netc)", me(), what, peer));
     Pending pending;
     pending.what = what;
     // A send or receive belongs to the phase after the last collective (its
@@ -326,6 +386,10 @@ private:
         listen(here);
         StallReport report{rank_, size_, what, position(), options().timeoutSeconds, sequence, peer, heard_};
         report.absentSeconds = std::chrono::duration<double>(absent).count();
+        report.jobRanks = jobRanks_;
+        report.jobSize = jobSize_;
+        report.roles = rankRoles();
+        gJobFailed = true;
         failure_ = stallMessage(report);
         return fail(failure_);
       }
@@ -400,6 +464,9 @@ private:
   std::vector<std::optional<CheckIn>> heard_;
   std::vector<std::shared_ptr<std::string>> sent_; // check-in buffers MPI may still read
   std::string failure_;
+  std::vector<int> jobRanks_; // each rank's rank in the job
+  int jobSize_ = 0;
+  bool split_ = false; // made by split(): its MPI communicators are its own to free
 };
 
 MpiCommunicator *gCommunicator = nullptr;
@@ -407,7 +474,7 @@ MpiCommunicator *gCommunicator = nullptr;
 void finalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && !(gCommunicator && gCommunicator->failed()))
+  if (!finalized && !gJobFailed)
     MPI_Finalize();
 }
 

@@ -1,0 +1,75 @@
+// Pipeline.h -- a training run's pipeline stages (`netc train --partition K
+// | auto`, `--cut`, `--micro-batches`, `--pipeline-schedule`): where the
+// stages are cut (the partition pass's cuts, the same netc show
+// --partition K prints, or --cut's), how many micro-batches a step has,
+// which rank holds which stage (a pipeline's stages on consecutive ranks,
+// so they share a machine when the launcher packs ranks by node; the
+// pipelines, the data-parallel copies, span machines), and the
+// communicators that join them: each pipeline's stages, and each stage's
+// copies. docs/distributed.md, "Pipeline stages".
+#pragma once
+
+#include "api/RunEstimate.h"
+#include "api/TrainingSteps.h"
+#include "codegen/Codegen.h"
+#include "ir/Network.h"
+#include "netc/Training.h"
+#include "runtime/comm/Communicator.h"
+#include "runtime/train/PipelineSchedule.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace netc::training {
+
+/// Whether `s` asks for pipeline stages (--partition K > 1 or auto, or --cut).
+bool pipelineAsked(const TrainSettings &s);
+/// The stages --partition or --cut ask for; 0 for --partition auto (or none).
+int stagesAsked(const TrainSettings &s);
+/// The data-parallel ranks of `s`'s job: its ranks over the stages asked for.
+int dataRanksAsked(const TrainSettings &s);
+
+/// Checks the pipeline's settings that need no network (checkSettings).
+std::optional<Refusal> checkPipelineSettings(const TrainSettings &s);
+
+/// A pipeline run's layout.
+struct PipelineLayout {
+  int stages = 1, copies = 1; ///< K stages per pipeline, D pipelines (data-parallel copies)
+  int stage = 0, copy = 0;    ///< this rank's: rank = copy × K + stage
+  std::vector<int> stageOf;   ///< per layer of the network
+  int64_t batch = 0;          ///< per pipeline and step (--batch)
+  int64_t microBatches = 1;   ///< M per step
+  int64_t microBatch = 0;     ///< samples of each
+  train::PipelineScheduleKind schedule = train::PipelineScheduleKind::OneForwardOneBackward;
+  std::string cutBy; ///< "--cut", "the partition pass (cost table cpu)", ...
+  /// The whole network's training plan without tables: what the run's
+  /// estimate prices (a stage's plan holds only its part).
+  std::optional<plan::Plan> wholePlan;
+};
+
+/// Settles the layout of a run that asks for pipeline stages: the cuts,
+/// K for --partition auto (the cost model's fastest epoch among the ranks'
+/// divisors; K = 1 is no pipeline, and nothing is returned), M, and this
+/// rank's place. Usage refusals name the flag and the values that work.
+Step<std::optional<PipelineLayout>> settlePipeline(const TrainSettings &s, const RunSettings &run,
+                                                   const ir::Network &net, const SampleCounts &samples);
+
+/// Each pipeline's ranks by stage, and each stage's ranks by copy.
+struct PipelineCommunicators {
+  std::shared_ptr<comm::Communicator> stages, copies;
+};
+/// Splits the job's communicator (every rank calls it, after the ranks
+/// agreed on the network and the layout).
+Expected<PipelineCommunicators> joinPipeline(comm::Communicator &job, const PipelineLayout &layout);
+
+/// The run header's lines about the pipeline: K stages × D copies, which
+/// ranks hold which stage and its layers, the micro-batches and the global batch.
+std::vector<std::string> pipelineLines(const PipelineLayout &layout, const ir::Network &net,
+                                       const TrainSettings &s);
+
+/// The layout as the ranks' fingerprint records it.
+std::string pipelineFingerprint(const PipelineLayout &layout);
+
+} // namespace netc::training
