@@ -49,7 +49,9 @@ struct Partition {
   double slowestUs = 0;     ///< max stage time per micro-batch
   int64_t cutBytes = 0;     ///< per micro-batch, over every cut, one way
   /// Time of one step of M micro-batches through K stages:
-  /// (M + K - 1) · slowest, then the slowest stage's update.
+  /// every stage's time (the first micro-batch's way through) + (M - 1) ·
+  /// slowest -- (M + K - 1) · slowest when balanced -- then the slowest
+  /// stage's update.
   double stepUs(int microBatches) const;
 };
 

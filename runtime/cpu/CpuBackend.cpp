@@ -286,6 +286,11 @@ public:
       kernels_->kernels[static_cast<int>(op.kind)](call);
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
+      // A started send goes on too: a transport that moves data only inside
+      // its calls (MPI's rendezvous for a large message) would otherwise
+      // keep the next stage waiting until this one's next communication op.
+      if (!pendingSends_.empty())
+        stages_->progress();
     }
     return Status::success();
   }

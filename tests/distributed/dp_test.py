@@ -366,7 +366,11 @@ def case_killed(args):
     said = "netc: error: rank 1 (" if args.launcher == "ranks" else "process rank 1 with PID"
     if said not in err or "exited on signal 9" not in err:
         raise Failure(f"no message says that rank 1 was killed (looked for '{said}'):\n{err}")
-    # Rank 0's checkpoint on disk is whole: it evaluates.
+    evaluates(args, out)
+
+
+def evaluates(args, out):
+    """Rank 0's checkpoint on disk in `out` is whole: netc eval reads it."""
     last = os.path.join(out, "last.safetensors")
     run([args.netc, "eval", os.path.join(args.source, NETWORKS["mnist"]), "--weights", last, "--data",
          os.path.join(args.work, "data")])

@@ -14,7 +14,7 @@ Cases (--case; each a CTest test):
                 2 data-parallel ranks with --accumulate 5.
   resume        a run of 2 stages resumed on one process, one process resumed as 2 stages, and 2
                 stages resumed as 3 (--cut) give the bits of an uninterrupted run; a resume without
-                --batch keeps the global batch.
+                --batch keeps the global batch; --init-from as 3 stages equals it on one process.
   memory        a network with wide fully connected layers is refused on one process under
                 --max-memory 24M and trains as --partition 2 under the same limit (each rank's).
   frozen        a stage's rank stopped with SIGSTOP: with --comm-timeout 5 the job ends with netc's
@@ -161,6 +161,15 @@ def case_resume(args):
     train(args, "mnist", data, third, ["--cut", "Conv2,Digit", "--micro-batches", "5", *flags, "--resume",
                                        os.path.join(third, "last.safetensors")])
     identical("2 stages for an epoch, resumed as 3", straight, third)
+    # A new run from the weights of a checkpoint (--init-from): each stage takes its own tensors.
+    weights = os.path.join(straight, "last.safetensors")
+    from_one = os.path.join(args.work, "init-from-one")
+    train(args, "mnist", data, from_one, ["--batch", "4", "--accumulate", "5", *flags, "--init-from", weights],
+          epochs=1)
+    from_stages = os.path.join(args.work, "init-from-stages")
+    train(args, "mnist", data, from_stages, ["--batch", "20", "--micro-batches", "5", "--cut", "Conv2,Digit", *flags,
+                                             "--init-from", weights], epochs=1)
+    identical("--init-from as 3 stages vs one process", from_one, from_stages)
 
 
 WIDE_NET = """// Two wide fully connected layers: 28.6 MB of weights and gradients in all.
@@ -236,10 +245,7 @@ def case_killed(args):
     print(f"exit {code}\n{err[-3000:]}")
     if code == 0 or "netc: error: rank 1 (" not in err or "exited on signal 9" not in err:
         raise Failure(f"expected a non-zero exit and a message that rank 1 was killed; exit {code}:\n{err}")
-    last = os.path.join(out, "last.safetensors")
-    run([args.netc, "eval", os.path.join(args.source, NETWORKS["mnist"]), "--weights", last, "--data",
-         os.path.join(args.work, "data")])
-    print(f"{last} is whole: netc eval reads it")
+    dp_test.evaluates(args, out)
 
 
 def case_mismatch(args):

@@ -16,7 +16,8 @@ its info string, the words after the opening ```:
                          up to the next "$ ", are its expected output (stdout and stderr together).
                          A line "..." (alone, or followed by spaces and a "(comment)") matches any
                          number of lines. Modifiers after "doctest": needs=mnist (data/mnist must
-                         exist), needs=gpu (nvidia-smi lists a GPU), needs=mpi-hosts (the
+                         exist), needs=gpu (nvidia-smi lists a GPU), needs=mpi (mpirun and the
+                         build's MPI plugin are there: several ranks), needs=mpi-hosts (the
                          environment names a host file in NETC_DOCTEST_MPI_HOSTS), needs=llvm (the
                          build has netc build's LLVM plugin), long (run only
                          with --long or NETC_DOCTEST_LONG=1). A block whose need is missing is
@@ -59,7 +60,7 @@ import sys
 import tempfile
 
 COMMAND_TIMEOUT_S = 300
-KNOWN_NEEDS = ("mnist", "gpu", "mpi-hosts", "llvm")
+KNOWN_NEEDS = ("mnist", "gpu", "mpi", "mpi-hosts", "llvm")
 
 
 class Block:
@@ -223,6 +224,11 @@ class Runner:
                         ok = False
                     if not ok:
                         return "needs=gpu: no NVIDIA GPU here (nvidia-smi -L lists none)"
+                elif need == "mpi":
+                    if not shutil.which("mpirun") or not os.path.isfile(
+                            os.path.join(self.build, "runtime/comm/mpi/libnetc-comm-mpi.so")):
+                        return ("needs=mpi: no mpirun, or this build has no MPI plugin (scripts/setup.sh --mpi, "
+                                "then build again)")
                 elif need == "mpi-hosts":
                     if not os.environ.get("NETC_DOCTEST_MPI_HOSTS"):
                         return "needs=mpi-hosts: NETC_DOCTEST_MPI_HOSTS names no host file"

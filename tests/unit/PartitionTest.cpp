@@ -340,10 +340,21 @@ TEST(Partition, PipelineBubbleAndStepTime) {
   EXPECT_DOUBLE_EQ(pipelineBubble(0, 0), 0.0);
   EXPECT_DOUBLE_EQ(pipelineBubble(1, -5), 0.0);
 
+  // Balanced: (M + K - 1) · slowest, then the slowest update.
   Partition partition;
   partition.stages.resize(4);
+  for (Stage &stage : partition.stages)
+    stage.computeUs = 10;
+  partition.stages[2].updateUs = 3;
   partition.slowestUs = 10;
-  EXPECT_DOUBLE_EQ(partition.stepUs(8), 110.0);
+  EXPECT_DOUBLE_EQ(partition.stepUs(8), 113.0);
+  // Unbalanced: the first micro-batch through every stage, then M - 1
+  // times the slowest (at M = 1, the stages one after the other).
+  partition.stages[0].computeUs = 4;
+  partition.stages[1].transferUs = 2; // a stage's time is its compute and its transfers
+  partition.slowestUs = 12;
+  EXPECT_DOUBLE_EQ(partition.stepUs(1), 4 + 12 + 10 + 10 + 3);
+  EXPECT_DOUBLE_EQ(partition.stepUs(8), 36 + 7 * 12 + 3);
   EXPECT_DOUBLE_EQ(Partition{}.stepUs(8), 0.0);
 }
 
