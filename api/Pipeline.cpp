@@ -33,6 +33,9 @@ std::string divisorsText(int64_t n) {
 /// (which must divide the batch), or the largest divisor of the batch up to 4 K.
 Step<int64_t> microBatchesFor(const TrainSettings &s, int64_t batch, int stages, int copies) {
   if (s.deterministicChunks > 0) {
+    if ((copies & (copies - 1)) != 0 || s.deterministicChunks % copies != 0) // --partition auto's candidates
+      return usage(fmt::format("--deterministic {} shares its chunks among the pipelines, which {} cannot",
+                               s.deterministicChunks, copies));
     const int64_t chunks = s.deterministicChunks / copies;
     if (s.microBatches > 0 && s.microBatches != chunks)
       return usage(fmt::format("--micro-batches {} differs from the {} chunks of --deterministic {} each of "
@@ -110,10 +113,11 @@ std::optional<Refusal> checkPipelineSettings(const TrainSettings &s) {
         "GPUs with data parallelism, --gpus N)");
   const int stages = stagesAsked(s), ranks = s.launch.size;
   if (stages > 0 && ranks % stages != 0)
-    return usage(fmt::format("{} {} stages needs a multiple of {} ranks (a pipeline of {} per data-parallel "
-                             "copy), but this job has {}: run it on {} ranks",
-                             s.cuts.empty() ? fmt::format("--partition {}", stages) : std::string("--cut's"),
-                             stages, stages, stages, ranks, stages * std::max(1, ranks / stages)));
+    return usage(fmt::format("{} a multiple of {} ranks (a pipeline of {} per data-parallel copy), but "
+                             "this job has {}: run it on {} ranks",
+                             s.cuts.empty() ? fmt::format("--partition {} needs", stages)
+                                            : fmt::format("--cut's {} stages need", stages),
+                             stages, stages, ranks, stages * std::max(1, ranks / stages)));
   return std::nullopt;
 }
 

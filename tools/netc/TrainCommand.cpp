@@ -295,7 +295,8 @@ int runTrain(TrainArgs &args) {
   // outside a launcher: a rank for each stage.
   RankRequest request = args.ranks;
   const int stages = !s.cuts.empty() ? static_cast<int>(s.cuts.size()) + 1 : s.partition;
-  if (request.ranks == 0 && request.gpus == 0 && stages > 1)
+  if (request.ranks == 0 && request.gpus == 0 && stages > 1 &&
+      !s.device.starts_with("cuda")) // GPUs: refused below
     if (LaunchResult here = launchFromEnvironment();
         here.ok() && here.launch.size <= 1 && here.launch.jobId.empty())
       request.ranks = stages;
