@@ -150,6 +150,17 @@ Step<std::optional<PipelineLayout>> settlePipeline(const TrainSettings &s, const
       auto m = microBatchesFor(s, s.batch, k, ranks / k);
       if (!m)
         continue;
+      // Only the layouts whose every rank fits --max-memory.
+      if (s.maxMemory > 0) {
+        const bool fits = k == 1 ? plan::checkPlanFits(*wholePlan, s.batch, s.maxMemory).ok()
+                                 : cost::partitionNetwork(net, *table, {run.optimizer, run.hyper}, k,
+                                                          static_cast<int>(*m), s.batch, s.maxMemory)
+                                       .ok();
+        if (!fits) {
+          tried += fmt::format("{}K = {}: over --max-memory", tried.empty() ? "" : ", ", k);
+          continue;
+        }
+      }
       auto estimate = estimateRun(net, *wholePlan, *table, s, ranks / k, samples, k > 1 ? k : 0,
                                   k > 1 ? static_cast<int>(*m) : 0);
       if (!estimate)
@@ -165,8 +176,11 @@ Step<std::optional<PipelineLayout>> settlePipeline(const TrainSettings &s, const
                                "--partition K)",
                                ranks, tableLabel));
     layout.cutBy = fmt::format("--partition auto on cost table '{}': epoch {}", tableLabel, tried);
-    if (stages == 1)
-      return std::optional<PipelineLayout>();
+    if (stages == 1) { // data parallelism is fastest: a layout of one stage says so
+      layout.stages = 1;
+      layout.copies = ranks;
+      return std::optional<PipelineLayout>(std::move(layout));
+    }
   }
   layout.stages = stages;
   layout.copies = ranks / stages;

@@ -51,8 +51,9 @@ struct PipelineLayout {
 
 /// Settles the layout of a run that asks for pipeline stages: the cuts,
 /// K for --partition auto (the cost model's fastest epoch among the ranks'
-/// divisors; K = 1 is no pipeline, and nothing is returned), M, and this
-/// rank's place. Usage refusals name the flag and the values that work.
+/// divisors; K = 1 is no pipeline: a layout of one stage whose cutBy says
+/// why), M, and this rank's place. Usage refusals name the flag and the
+/// values that work.
 Step<std::optional<PipelineLayout>> settlePipeline(const TrainSettings &s, const RunSettings &run,
                                                    const ir::Network &net, const SampleCounts &samples);
 

@@ -402,6 +402,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       refusal = held.refusal();
   }
   std::optional<PipelineLayout> pipeline;
+  std::string autoNote; // why --partition auto chose no pipeline
   std::optional<TrainingPlan> plan;
   std::set<std::string> fresh;
   std::optional<Normalizing> normalizing;
@@ -412,10 +413,12 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     const SampleCounts counts{data->train.count, data->evaluated() ? data->evaluated()->count : 0,
                               data->test ? data->test->count : 0};
     auto settled = settlePipeline(s, *run, network->net(), counts);
-    if (settled)
-      pipeline = std::move(*settled);
-    else
+    if (!settled)
       refusal = settled.refusal();
+    else if (*settled && (*settled)->stages == 1) // --partition auto chose data parallelism
+      autoNote = fmt::format("pipeline: none: {} (data parallelism, K = 1, is fastest)", (*settled)->cutBy);
+    else
+      pipeline = std::move(*settled);
   }
   // With pipeline stages each rank is a stage of one of the data-parallel
   // copies; each step's batch goes through in micro-batches (the plan
@@ -545,6 +548,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   if (listener) {
     auto lines = setupLines(s, *start, *network, *data, *plan, *normalizing, options, info, deviceNote, comm,
                             pipeline ? &*pipeline : nullptr);
+    if (!autoNote.empty())
+      lines.push_back(autoNote);
     if (result.estimate)
       lines.push_back(estimateLine(*result.estimate));
     listener->onSetup(lines);
