@@ -6,6 +6,7 @@
 // writer's refusals. Malformed files are in SafetensorsMalformedTest.cpp,
 // robustness and atomic writing in SafetensorsRobustnessTest.cpp.
 #include "runtime/train/Safetensors.h"
+#include "runtime/train/ModelState.h"
 #include "tests/checkpoint/SafetensorsTestSupport.h"
 
 #include <gtest/gtest.h>
@@ -230,6 +231,42 @@ TEST(SafetensorsWriter, RefusesInvalidContents) {
   SafetensorsFile metadataUtf8 = base;
   metadataUtf8.setMetadata("k", "\xc3");
   refused(metadataUtf8, "not valid UTF-8");
+}
+
+/// A stage's checkpoint tensors: one scalar tensor per name, and the
+/// network order that stateTensors would record with them.
+SafetensorsFile stagePart(const std::vector<std::string> &names, const std::string &order) {
+  SafetensorsFile part;
+  for (const std::string &name : names) {
+    auto tensor = Tensor::fromF32(name, {1}, std::vector<float>{1.0f});
+    EXPECT_TRUE(tensor.ok()) << tensor.message();
+    part.tensors.push_back(std::move(*tensor));
+  }
+  part.setMetadata(std::string(kNetworkOrderKey), order);
+  return part;
+}
+
+// Pipeline checkpoints (Trainer's gather): the stages' tensors go into one
+// file in the whole network's order; a part whose order a peer sent wrong
+// (missing, of another length, not integers) is refused, never guessed.
+TEST(StateTensors, StagesMergeInTheNetworksOrderAndBadOrdersAreRefused) {
+  std::vector<SafetensorsFile> parts = {stagePart({"C", "A", "A/state"}, "[2, 0, 0]"),
+                                        stagePart({"B", "D"}, "[1, 3]")};
+  auto merged = mergeStateTensors(std::move(parts));
+  ASSERT_TRUE(merged.ok()) << merged.message();
+  std::vector<std::string> names;
+  for (const Tensor &t : merged->tensors)
+    names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"A", "A/state", "B", "C", "D"}));
+  for (const std::string &bad : {std::string(), std::string("[0]"), std::string("[0, \"x\"]"),
+                                 std::string("{}"), std::string("[0, 1")}) {
+    std::vector<SafetensorsFile> one;
+    one.push_back(stagePart({"A", "B"}, bad));
+    if (bad.empty())
+      one.back().metadata.clear();
+    auto refused = mergeStateTensors(std::move(one));
+    EXPECT_FALSE(refused.ok()) << "order '" << bad << "' was accepted";
+  }
 }
 
 } // namespace
