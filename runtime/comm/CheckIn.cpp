@@ -35,8 +35,9 @@ bool readNumber(std::string_view &text, int64_t &value) {
 } // namespace
 
 std::string encodeCheckIn(const CheckIn &c) {
-  std::string text = fmt::format("{}{} {} {} {} {} ", kCheckInPrefix, c.reply ? "reply" : "ask", c.wait,
-                                 c.sequence, c.step, c.epoch);
+  const char *kind = !c.reply ? "ask" : c.inTurn ? "turn" : "reply";
+  std::string text =
+      fmt::format("{}{} {} {} {} {} ", kCheckInPrefix, kind, c.wait, c.sequence, c.step, c.epoch);
   const size_t room = kMaxCheckInBytes > text.size() ? kMaxCheckInBytes - text.size() : 0;
   text += std::string_view(c.what).substr(0, room);
   return text;
@@ -53,11 +54,17 @@ Expected<CheckIn> decodeCheckIn(std::string_view bytes) {
     return bad("no 'netc-check-in 2' header");
   bytes.remove_prefix(kCheckInPrefix.size());
   CheckIn c;
-  if (bytes.starts_with("reply "))
+  if (bytes.starts_with("reply ")) {
     c.reply = true;
-  else if (!bytes.starts_with("ask "))
+    bytes.remove_prefix(6);
+  } else if (bytes.starts_with("turn ")) {
+    c.reply = c.inTurn = true;
+    bytes.remove_prefix(5);
+  } else if (bytes.starts_with("ask ")) {
+    bytes.remove_prefix(4);
+  } else {
     return bad("neither an ask nor a reply");
-  bytes.remove_prefix(c.reply ? 6 : 4);
+  }
   if (!readNumber(bytes, c.wait) || !readNumber(bytes, c.sequence) || !readNumber(bytes, c.step) ||
       !readNumber(bytes, c.epoch))
     return bad("the wait, sequence, step and epoch are not four numbers");
@@ -105,8 +112,9 @@ std::string stallMessage(const StallReport &r) {
     return fmt::format("{} {}", list.size() == 1 ? "rank" : "ranks", names);
   };
   std::vector<int> silent, with;
-  // The ranks waiting elsewhere, grouped by where (in the order first met).
-  std::vector<std::pair<std::string, std::vector<int>>> elsewhere;
+  // The ranks waiting elsewhere, grouped by where (in the order first met);
+  // those waiting in turn in another communicator of the job, likewise.
+  std::vector<std::pair<std::string, std::vector<int>>> elsewhere, inTurn;
   for (int p = 0; p < r.size; ++p) {
     if (p == r.rank || (r.peer >= 0 && p != r.peer))
       continue;
@@ -115,17 +123,17 @@ std::string stallMessage(const StallReport &r) {
       continue;
     }
     const CheckIn &c = *answer(p);
-    if (c.sequence == r.sequence && c.what == r.what) {
+    if (!c.inTurn && c.sequence == r.sequence && c.what == r.what) {
       with.push_back(p);
       continue;
     }
     const std::string where = fmt::format("the {} ({})", c.what,
                                           c.step > 0 ? fmt::format("at step {}, epoch {}", c.step, c.epoch)
                                                      : std::string("before the first training step"));
-    auto it =
-        std::find_if(elsewhere.begin(), elsewhere.end(), [&](const auto &e) { return e.first == where; });
-    if (it == elsewhere.end())
-      elsewhere.push_back({where, {p}});
+    auto &groups = c.inTurn ? inTurn : elsewhere;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto &e) { return e.first == where; });
+    if (it == groups.end())
+      groups.push_back({where, {p}});
     else
       it->second.push_back(p);
   }
@@ -141,9 +149,14 @@ std::string stallMessage(const StallReport &r) {
   if (!elsewhere.empty())
     message +=
         ": the ranks do not run the same steps (start every rank with the same netc, command and files)";
-  if (r.peer < 0 && !with.empty() && !(silent.empty() && elsewhere.empty()))
+  for (const auto &[where, list] : inTurn)
+    message += fmt::format("{} {} {} waiting in turn, in {} (see {} own message)",
+                           silent.empty() && elsewhere.empty() ? ":" : ";", ranks(list),
+                           list.size() == 1 ? "is" : "are", where, list.size() == 1 ? "its" : "their");
+  const bool answeredFromIt = silent.empty() && elsewhere.empty() && inTurn.empty();
+  if (r.peer < 0 && !with.empty() && !answeredFromIt)
     message += fmt::format("; {} {} waiting in it too", ranks(with), with.size() == 1 ? "was" : "were");
-  if (silent.empty() && elsewhere.empty())
+  if (answeredFromIt)
     message += r.peer >= 0
                    ? fmt::format(": rank {} answered, but the transfer did not complete (network or MPI "
                                  "trouble between the two)",

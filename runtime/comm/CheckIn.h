@@ -6,7 +6,10 @@
 // and every rank that is waiting answers with its own. At the timeout each
 // waiting rank knows who answered; the ranks that did not are named as
 // missing (stopped, hung, dead or unreachable), and ranks that answered from
-// another operation are named with it (a job whose ranks disagree). These
+// another operation are named with it (a job whose ranks disagree). A rank
+// waiting in one communicator of the job answers the asks of the others
+// too, from where it waits (in turn: a pipeline's ranks wait on each
+// other through different communicators). These
 // are the pure parts: the check-in message (read strictly: a peer's bytes
 // are untrusted) and the verdict's text; the MPI communicator does the rest.
 #pragma once
@@ -27,6 +30,10 @@ struct CheckIn {
   int64_t sequence = 0; // the collective the sender waits for: the same count on every rank
   int64_t step = 0, epoch = 0;
   std::string what; // the operation the sender waits in
+  /// A reply from a rank that waits in another communicator of the job (a
+  /// pipeline's stages, a stage's copies: Communicator::split): alive, and
+  /// waiting in turn for something else, not in another step.
+  bool inTurn = false;
   bool operator==(const CheckIn &) const = default;
 };
 

@@ -9,7 +9,9 @@
 // `mpirun ... netc train --device cuda`, here through a test transport:
 // every rank joins with rank 0's id, and rank 0's failure to make one
 // reaches every rank) and the faults (a silent rank and ranks in different
-// operations are found at the timeout and named). Exit status 0 only when
+// operations are found at the timeout and named; a rank that waits in
+// another communicator split from the job answers from there, in turn, and
+// is not called silent). Exit status 0 only when
 // the scenario's checks hold.
 #include "runtime/comm/Agreement.h"
 #include "runtime/comm/OpenCommunicator.h"
@@ -193,9 +195,10 @@ void registerTestTransport(bool failToMakeId) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: netc_comm_scenarios "
-                 "operations|agreement|silent|disagree|finish|device-id|device-id-refused [TIMEOUT]\n");
+    std::fprintf(
+        stderr,
+        "usage: netc_comm_scenarios "
+        "operations|agreement|silent|disagree|in-turn|finish|device-id|device-id-refused [TIMEOUT]\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -263,6 +266,42 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "rank %d: ok disagree\n", c.rank());
     std::fflush(stderr);
     // The first rank to leave makes mpirun end the others: let them print first.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::_Exit(0);
+  } else if (scenario == "in-turn") {
+    // A pipeline's wait across communicators split from the job: rank 0
+    // stops answering; rank 1 waits to receive from it (communicator {0,
+    // 1}); rank 2 waits in an all-reduce with rank 1 (communicator {1, 2}).
+    // Rank 1 names rank 0; rank 2 hears from rank 1, waiting in turn in its
+    // receive, and must not call it silent.
+    auto pipeline = c.split(c.rank() < 2 ? 0 : 1, c.rank(), "split into pipelines");
+    auto copies = c.split(c.rank() > 0 ? 0 : 1, c.rank(), "split into copies");
+    check(pipeline.ok() && copies.ok(), "splitting the job");
+    if (c.rank() == 0) {
+      std::fprintf(stderr, "rank 0: ok in-turn\n"); // its part: to say nothing
+      std::fflush(stderr);
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.timeoutSeconds * 3));
+      std::_Exit(0);
+    }
+    (*pipeline)->setPosition(7, 1);
+    (*copies)->setPosition(7, 1);
+    std::vector<float> v(4, 1.0f);
+    Status s =
+        c.rank() == 1
+            ? (*pipeline)->receive(v.data(), 16, 0, "receive of the values of 'Hid3' from stage 0")
+            : (*copies)->allReduce(std::span<float>(v), ReduceOp::Sum, "all-reduce of gradient bucket 0");
+    check(!s, "operations that cannot complete completed");
+    std::fprintf(stderr, "rank %d: message: %s\n", c.rank(), s.message().c_str());
+    const std::string expected =
+        c.rank() == 1
+            ? "rank 0 did not answer"
+            : "rank 1 is waiting in turn, in the receive of the values of 'Hid3' from stage 0 (at step 7, "
+              "epoch 1) (see its own message)";
+    check(s.message().find(expected) != std::string::npos, "the message says: " + expected);
+    check(c.rank() == 1 || s.message().find("did not answer") == std::string::npos,
+          "rank 2 does not call rank 1 silent");
+    std::fprintf(stderr, "rank %d: ok in-turn\n", c.rank());
+    std::fflush(stderr);
     std::this_thread::sleep_for(std::chrono::seconds(1));
     std::_Exit(0);
   } else if (scenario == "finish") {

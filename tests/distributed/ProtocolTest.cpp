@@ -25,6 +25,12 @@ TEST(CheckIn, RoundTrips) {
   const CheckIn reply{true, 5, 41, 1199, 3, "broadcast"};
   EXPECT_EQ(encodeCheckIn(reply), "netc-check-in 2 reply 5 41 1199 3 broadcast");
   EXPECT_EQ(*decodeCheckIn(encodeCheckIn(reply)), reply);
+  // A reply from a wait in another communicator of the job.
+  CheckIn turn{true, 5, 2, 1199, 3, "receive of the values of 'Hid3' from stage 0"};
+  turn.inTurn = true;
+  EXPECT_EQ(encodeCheckIn(turn),
+            "netc-check-in 2 turn 5 2 1199 3 receive of the values of 'Hid3' from stage 0");
+  EXPECT_EQ(*decodeCheckIn(encodeCheckIn(turn)), turn);
 }
 
 TEST(CheckIn, LongNamesAreCutToTheLimit) {
@@ -121,6 +127,26 @@ TEST(Stall, ASplitCommunicatorNamesTheJobsRanksAndWhatTheyDo) {
   const std::string message = stallMessage(r);
   EXPECT_EQ(message.rfind("rank 2 of 4 (stage 0 of pipeline 1): the ", 0), 0u) << message;
   EXPECT_NE(message.find(": rank 3 (stage 1 of pipeline 1) did not answer"), std::string::npos) << message;
+}
+
+TEST(Stall, ARankWaitingInTurnElsewhereInTheJobIsNotCalledSilent) {
+  // Rank 1 answered from its wait in another communicator (same sequence
+  // number by chance): alive, waiting in turn, not in another step.
+  CheckIn turn{true, 1, 7, 120, 3, "receive of the values of 'Hid3' from stage 0"};
+  turn.inTurn = true;
+  const std::string message = stallMessage(report(2, 3, {std::nullopt, turn, std::nullopt}, 1));
+  EXPECT_NE(
+      message.find(": rank 1 is waiting in turn, in the receive of the values of 'Hid3' from stage 0 (at "
+                   "step 120, epoch 3) (see its own message)"),
+      std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("did not answer"), std::string::npos) << message;
+  EXPECT_EQ(message.find("do not run the same steps"), std::string::npos) << message;
+  EXPECT_EQ(message.find("answered, but"), std::string::npos) << message;
+  // Beside a silent rank, in a collective.
+  const std::string both = stallMessage(report(0, 3, {std::nullopt, std::nullopt, turn}));
+  EXPECT_NE(both.find(": rank 1 did not answer."), std::string::npos) << both;
+  EXPECT_NE(both.find("; rank 2 is waiting in turn, in the receive"), std::string::npos) << both;
 }
 
 TEST(Messages, AllGatheredTextsComeBackInRankOrder) {

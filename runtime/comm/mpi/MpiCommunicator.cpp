@@ -88,8 +88,11 @@ public:
     if (jobRanks_.empty())
       for (int r = 0; r < size; ++r)
         jobRanks_.push_back(r);
+    liveCommunicators().push_back(this);
   }
   ~MpiCommunicator() override {
+    auto &live = liveCommunicators();
+    live.erase(std::remove(live.begin(), live.end(), this), live.end());
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (split_ && !finalized && !gJobFailed) {
@@ -378,6 +381,11 @@ private:
       const auto now = Clock::now();
       absent = std::max(absent, now - previous);
       previous = now;
+      // The job's other communicators (a pipeline's stages, a stage's
+      // copies): their ranks' asks are answered from this wait, in turn.
+      for (MpiCommunicator *other : liveCommunicators())
+        if (other != this)
+          other->listen(here, /*inTurn=*/true);
       if (bool someoneAsks = listen(here); (someoneAsks || now >= askAt) && !asked) {
         send(here, -1);
         asked = true;
@@ -409,13 +417,15 @@ private:
   /// Takes every message of the side channel: an ask is replied to at once
   /// (this rank waits in `here`), a reply to this wait's ask is recorded
   /// (one to an earlier wait is late and dropped). True when someone asked.
-  bool listen(const CheckIn &here) {
+  /// `inTurn`: `here` is a wait of another communicator of the job, said so
+  /// in the replies; this one waits for nothing, so every reply is late.
+  bool listen(const CheckIn &here, bool inTurn = false) {
     bool asked = false;
-    for (;;) {
+    while (!(inTurn && failed())) {
       int arrived = 0;
       MPI_Status status;
       if (MPI_Iprobe(MPI_ANY_SOURCE, kCheckInTag, side_, &arrived, &status) != MPI_SUCCESS || !arrived)
-        return asked;
+        break;
       int length = 0;
       MPI_Get_count(&status, MPI_CHAR, &length);
       std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
@@ -427,13 +437,21 @@ private:
       if (!message->reply) {
         CheckIn reply = here;
         reply.reply = true;
+        reply.inTurn = inTurn;
         reply.wait = message->wait;
         send(reply, from);
         asked = true;
-      } else if (message->wait == here.wait) {
+      } else if (!inTurn && message->wait == here.wait) {
         heard_[static_cast<size_t>(from)] = std::move(*message);
       }
     }
+    return asked;
+  }
+
+  /// The process's communicators (the job's and those split from it).
+  static std::vector<MpiCommunicator *> &liveCommunicators() {
+    static std::vector<MpiCommunicator *> live;
+    return live;
   }
 
   /// Sends `message` to rank `to` (-1: every other rank). Sent eagerly
