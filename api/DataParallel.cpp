@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <thread>
 
@@ -71,14 +72,48 @@ bool usesDeviceTransport(const Launch &launch, std::string_view device, std::str
   return !launch.jobId.empty() || (launch.size > 1 && (device.starts_with("cuda") || backend == "cuda"));
 }
 
+int gpusToShare(int localRanks, int firstGpu, int deviceCount) {
+  const int available = deviceCount - firstGpu;
+  return available >= 1 && localRanks > available ? available : 0;
+}
+
+int sharedGpus(const Launch &l, std::string_view device, std::string_view backend, bool pipeline) {
+  if (!pipeline || l.size <= 1 || !l.jobId.empty() || !(device.starts_with("cuda") || backend == "cuda"))
+    return 0;
+  const comm::DeviceTransport *nccl = comm::findDeviceTransport("nccl");
+  if (!nccl)
+    return 0;
+  auto count = nccl->deviceCount();
+  auto first = chooseDevice(device.empty() || device == "auto" ? "cuda" : device, "cuda", 0,
+                            [](int) { return std::optional<std::string>(); });
+  if (!count || !first)
+    return 0; // the backend says what is wrong with the device
+  return gpusToShare(l.localSize, first->device, *count);
+}
+
 Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &l, std::string_view device,
-                                                               std::string_view backend, double commTimeout) {
+                                                               std::string_view backend, double commTimeout,
+                                                               bool pipeline) {
   const comm::LaunchInfo launch{l.rank,  l.size,        l.localRank,     l.localSize,  l.launcher,
                                 l.jobId, l.launcherPid, l.launcherStart, l.statusFile, l.pmix};
   comm::CommOptions options;
   options.timeoutSeconds = commTimeout;
   if (!usesDeviceTransport(l, device, backend))
     return comm::openCommunicator(launch, options);
+  if (pipeline && l.jobId.empty() && l.size > 1) {
+    // Sharing GPUs is the job's choice, not one machine's: where any machine
+    // has fewer GPUs than ranks, every rank goes through the host.
+    auto host = comm::openCommunicator(launch, options);
+    if (!host)
+      return host.error();
+    std::array<int64_t, 1> shares = {sharedGpus(l, device, backend, pipeline) > 0 ? 1 : 0};
+    if (Status s = (*host)->allReduce(std::span<int64_t>(shares), comm::ReduceOp::Max,
+                                      "agreement on sharing the GPUs");
+        !s)
+      return Error{s.message()};
+    if (shares[0] > 0)
+      return std::move(*host);
+  }
   // One GPU per rank: the GPU --device names plus the local rank.
   auto choice = chooseDevice(device.empty() || device == "auto" ? "cuda" : device, backend, l.localRank);
   if (!choice)
@@ -91,7 +126,7 @@ Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &l, 
 }
 
 Step<std::shared_ptr<comm::Communicator>> joinJob(const TrainSettings &s) {
-  auto joined = joinCommunicator(s.launch, s.device, s.backend, s.commTimeout);
+  auto joined = joinCommunicator(s.launch, s.device, s.backend, s.commTimeout, pipelineAsked(s));
   if (!joined)
     return input(joined.message());
   return std::move(*joined);

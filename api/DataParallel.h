@@ -24,9 +24,23 @@ bool usesDeviceTransport(const Launch &launch, std::string_view device, std::str
 /// The communicator of `launch`: local for one process, the MPI plugin for
 /// a CPU job of several (an error saying what is missing when it cannot be
 /// loaded), NCCL on the rank's GPU where usesDeviceTransport says so (its
-/// id from the netc parent, or made by rank 0 and carried over MPI).
+/// id from the netc parent, or made by rank 0 and carried over MPI) unless
+/// a pipeline's ranks share GPUs on any of the job's machines (sharedGpus,
+/// agreed over the host communicator: then every rank keeps the host's).
 Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &launch, std::string_view device,
-                                                               std::string_view backend, double commTimeout);
+                                                               std::string_view backend, double commTimeout,
+                                                               bool pipeline = false);
+
+/// The GPUs a pipeline's ranks share (0: a GPU each). Under a launcher
+/// (mpirun, srun), a pipeline on --device cuda[:N] with more ranks on this
+/// machine than it has GPUs from N on runs local rank r on GPU N + (r mod
+/// that count), and the job's data goes through the host (MPI), since NCCL
+/// cannot join two ranks on one GPU (on every machine: joinCommunicator). A job netc starts itself with a GPU
+/// for each rank (its job id set) never shares.
+int sharedGpus(const Launch &launch, std::string_view device, std::string_view backend, bool pipeline);
+/// sharedGpus's rule: `localRanks` ranks on a machine of `deviceCount` GPUs
+/// from GPU `firstGpu` on share them when they outnumber them.
+int gpusToShare(int localRanks, int firstGpu, int deviceCount);
 
 /// joinCommunicator for a training run.
 Step<std::shared_ptr<comm::Communicator>> joinJob(const TrainSettings &s);

@@ -107,10 +107,6 @@ std::optional<Refusal> checkPipelineSettings(const TrainSettings &s) {
   if (s.dataOnDevice)
     return usage(
         "--data-on-device and --partition exclude each other: pipeline stages train from host memory");
-  if (s.device.starts_with("cuda") || s.backend == "cuda")
-    return usage(
-        "--partition runs its stages on the CPU: pipeline stages on GPUs are not built yet (train on "
-        "GPUs with data parallelism, --gpus N)");
   const int stages = stagesAsked(s), ranks = s.launch.size;
   if (stages > 0 && ranks % stages != 0)
     return usage(fmt::format("{} a multiple of {} ranks (a pipeline of {} per data-parallel copy), but "

@@ -98,9 +98,12 @@ int64_t runBatch(const TrainSettings &s, int copies) {
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
                                                       comm::Communicator &comm, int copies,
                                                       std::string &deviceNote) {
-  // A device per rank (the CUDA backend): local rank r uses GPU N + r.
+  // A device per rank (the CUDA backend): local rank r uses GPU N + r, or
+  // N + (r mod G) where a pipeline's ranks share G GPUs.
+  const int shared = sharedGpus(s.launch, s.device, s.backend, pipelineAsked(s));
   auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug, s.cudaGraphs,
-                             threadsPerRank(s.threads, s.launch), s.launch.localRank});
+                             threadsPerRank(s.threads, s.launch),
+                             shared > 0 ? s.launch.localRank % shared : s.launch.localRank});
   if (!setup)
     return usage(setup.message());
   deviceNote = setup->note;

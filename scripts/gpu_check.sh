@@ -33,7 +33,9 @@
 #     train.log (netc train of LeNet-5 on the MNIST slice on the GPU and on the
 #     CPU, then eval on the CPU from the GPU's checkpoint, then the GPU run
 #     again as a one-rank NCCL job, --gpus 1, whose checkpoint must be the
-#     same bytes); summary.json with each step's status, the benchmark's
+#     same bytes; then a 2-stage pipeline, --partition 2, on two GPUs or
+#     sharing one through MPI, within float tolerance of one CPU process
+#     accumulating the same micro-batches); summary.json with each step's status, the benchmark's
 #     figures (under "bench") and the main job's (under "main_job").
 #     Logs are cut to their last 200 lines. Each step is stopped after
 #     NETC_STEP_TIMEOUT seconds (default 240; the sanitizers, the benchmark
@@ -193,7 +195,52 @@ PY
       timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --gpus 1 --bucket-mb 0.05 \
         --epochs 3 --batch 50 --momentum 0.9 --seed 1 --out "$run-nccl" || exit 1
       cmp "$run-cuda/last.safetensors" "$run-nccl/last.safetensors" &&
-        echo "netc train --gpus 1 (NCCL, graphs): the same checkpoint bytes as the plain GPU run"
+        echo "netc train --gpus 1 (NCCL, graphs): the same checkpoint bytes as the plain GPU run" || exit 1
+      # A 2-stage pipeline (--partition 2, 5 micro-batches of 10): a GPU for
+      # each stage through NCCL (--gpus 2) where there are two, else both
+      # stages on the one GPU through MPI where this machine has mpirun (the
+      # bundle has no MPI). Its checkpoint must match one CPU process
+      # accumulating the same micro-batches (--batch 10 --accumulate 5) within
+      # float tolerance. GpuPipeline.* in gpu-tests.log runs 2 stages on the
+      # one GPU without MPI either way.
+      local gpus pipe=(--epochs 2 --momentum 0.9 --seed 1)
+      gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+      if ((gpus >= 2)); then
+        timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --partition 2 --gpus 2 \
+          --batch 50 --micro-batches 5 "${pipe[@]}" --out "$run-pipe" || exit 1
+      elif command -v mpirun >/dev/null; then
+        timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --partition 2 \
+          --device cuda --batch 50 --micro-batches 5 "${pipe[@]}" --out "$run-pipe" || exit 1
+      else
+        echo "netc train --partition 2 on GPUs: skipped: $gpus GPU(s) and no mpirun here (2 stages need a GPU each" \
+          "through NCCL, or MPI to share one); GpuPipeline.* in gpu-tests.log covers 2 stages on one GPU"
+        exit 0
+      fi
+      timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --device cpu \
+        --batch 10 --accumulate 5 "${pipe[@]}" --out "$run-accumulate" || exit 1
+      python3 - "$run-pipe/last.safetensors" "$run-accumulate/last.safetensors" <<'PY'
+import json, struct, sys
+def tensors(path):
+    data = open(path, "rb").read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__" or t["dtype"] != "F32":
+            continue
+        begin, end = t["data_offsets"]
+        raw = data[8 + size + begin:8 + size + end]
+        out[name] = struct.unpack("<%df" % (len(raw) // 4), raw)
+    return out
+gpu, cpu = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert gpu.keys() == cpu.keys(), (sorted(gpu), sorted(cpu))
+worst = 0.0
+for name in cpu:
+    scale = max(1e-3, max(abs(v) for v in cpu[name]))
+    worst = max(worst, max(abs(a - b) for a, b in zip(gpu[name], cpu[name])) / scale)
+print("netc train --partition 2 on GPUs against one CPU process accumulating: largest difference %.2e of a tensor's largest value" % worst)
+sys.exit(0 if worst < 1e-3 else 1)
+PY
     ) >"$out/train.log" 2>&1 && status[train]=ok || status[train]=failed
     rm -rf "$out"/train-run-*
     tail_log "$out/train.log"

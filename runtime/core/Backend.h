@@ -147,10 +147,13 @@ public:
   virtual Status run(size_t first, size_t last, int64_t batch, int inputSlot = 0, int activationSlot = 0) = 0;
   /// Waits for everything issued so far.
   virtual void synchronize() = 0;
-  /// Waits until every send a pipeline stage's ops started has been
-  /// received (a send otherwise completes at the next update op): what a
-  /// run without an update (evaluation) calls after each batch, so that the
-  /// stage never holds more than a batch's sends.
+  /// Issues every send a pipeline stage's ops left (a backend may hold the
+  /// sends that close a run back, to issue them with the next run's
+  /// receives) and waits until they have been received (a send otherwise
+  /// completes at the next update op): what the trainer calls at the end of
+  /// a step's micro-batches and evaluation after each batch, so that the
+  /// stage never holds more than a step's or a batch's sends, and nothing
+  /// else uses the pipeline's communicator before them.
   virtual Status finishTransfers() { return Status::success(); }
 };
 

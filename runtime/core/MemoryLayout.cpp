@@ -17,7 +17,8 @@ Expected<MemoryLayout> layoutMemory(const plan::Plan &plan, int64_t columns) {
   MemoryLayout out;
   out.columns = columns;
   out.offset.assign(plan.buffers.size(), -1);
-  out.inputBegin = plan.activationSlots * plan.memory.arenaPerSample * columns;
+  out.activationSlotElements = plan.memory.arenaPerSample * columns;
+  out.inputBegin = plan.activationSlots * out.activationSlotElements;
   out.inputSlotElements = plan.memory.inputsPerSample * columns;
   int64_t next = out.inputBegin + plan.inputSlots * out.inputSlotElements;
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
@@ -38,6 +39,14 @@ Expected<MemoryLayout> layoutMemory(const plan::Plan &plan, int64_t columns) {
       out.offset[b] = out.offset[static_cast<size_t>(buffer.viewOf)] + buffer.viewOffset;
   out.planElements = next;
   return out;
+}
+
+int64_t MemoryLayout::slotOffset(const plan::Plan &plan, int buffer, int slot) const {
+  const plan::Buffer &b = plan.buffers[static_cast<size_t>(buffer)];
+  if (b.isInput())
+    return inputOffset(buffer, slot);
+  const int64_t at = offset[static_cast<size_t>(buffer)];
+  return b.batchScaled() ? at + slot * activationSlotElements : at;
 }
 
 } // namespace netc::runtime

@@ -9,6 +9,7 @@
 // complete on return (fence has nothing to wait for). Threads: OpenMP for
 // the loops, OpenBLAS for GEMM.
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/comm/StageTransfers.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cblas.h>
@@ -187,7 +188,7 @@ public:
     }
     started_.clear();
     started_.reserve(plan.buckets.size() + plan.stateArenas.size() + 1);
-    pendingSends_.clear();
+    transfers_.clear();
     try {
       // Over-allocated by a chunk so the arena can start on a 64-byte
       // boundary; every offset in it is a multiple of 256 bytes.
@@ -249,7 +250,7 @@ public:
   }
 
   void attach(comm::Communicator *communicator) override { communicator_ = communicator; }
-  void attachStages(comm::Communicator *stages) override { stages_ = stages; }
+  void attachStages(comm::Communicator *stages) override { transfers_.attach(stages); }
 
   Status run(size_t first, size_t last, int64_t batch, int inputSlot, int activationSlot) override {
     if (activationSlot < 0 || activationSlot >= plan_->activationSlots)
@@ -274,8 +275,8 @@ public:
           return s;
         continue;
       }
-      if (op.kind == plan::OpKind::Update && !pendingSends_.empty())
-        if (Status s = finishSends(); !s)
+      if (op.kind == plan::OpKind::Update && transfers_.pending())
+        if (Status s = transfers_.finish(); !s)
           return s;
       if (plan::opRole(op.kind) == plan::OpRole::Communication) {
         if (Status s = communicate(i); !s)
@@ -289,15 +290,14 @@ public:
       // A started send goes on too: a transport that moves data only inside
       // its calls (MPI's rendezvous for a large message) would otherwise
       // keep the next stage waiting until this one's next communication op.
-      if (!pendingSends_.empty())
-        stages_->progress();
+      transfers_.progress();
     }
     return Status::success();
   }
 
   void synchronize() override {}
 
-  Status finishTransfers() override { return pendingSends_.empty() ? Status::success() : finishSends(); }
+  Status finishTransfers() override { return transfers_.pending() ? transfers_.finish() : Status::success(); }
 
 private:
   int threads() const { return options_.threads > 0 ? options_.threads : omp_get_num_procs(); }
@@ -344,13 +344,9 @@ private:
 
   /// Op `index`, a send or receive of a micro-batch of `batch` samples
   /// between pipeline stages: a send starts from a copy in sample-major
-  /// order (finishSends completes it), a receive completes here.
+  /// order (transfers_.finish() completes it), a receive completes here.
   Status transfer(size_t index, int64_t batch) {
     const plan::Op &op = plan_->ops[index];
-    if (!stages_)
-      return fail(fmt::format("the plan's {} needs the pipeline's communicator (a bug in netc: "
-                              "Backend::attachStages)",
-                              commNames_[index]));
     const int peer = op.get<plan::TransferAttrs>().peer;
     const bool sending = op.kind == plan::OpKind::Send;
     const int buffer = sending ? op.in[0] : op.out[0];
@@ -358,35 +354,14 @@ private:
     const int64_t count = b.perSample * batch;
     float *base = static_cast<float *>(pointers_[static_cast<size_t>(buffer)]);
     if (sending) {
-      if (sendCopies_.size() <= pendingSends_.size())
-        sendCopies_.emplace_back();
-      std::vector<float> &copy = sendCopies_[pendingSends_.size()];
-      copy.resize(static_cast<size_t>(count));
-      readAt(base, buffer, copy, 0);
-      auto request = stages_->startSend(copy.data(), count * 4, peer, commNames_[index]);
-      if (!request)
-        return request.error();
-      pendingSends_.push_back(*request);
-      return Status::success();
+      readAt(base, buffer, transfers_.nextSend(count), 0);
+      return transfers_.send(peer, commNames_[index]);
     }
-    received_.resize(static_cast<size_t>(count));
-    auto request = stages_->startReceive(received_.data(), count * 4, peer, commNames_[index]);
-    if (!request)
-      return request.error();
-    if (Status s = stages_->wait(*request); !s)
-      return s;
-    writeAt(base, buffer, received_, 0);
+    auto received = transfers_.receive(count, peer, commNames_[index]);
+    if (!received)
+      return received.error();
+    writeAt(base, buffer, *received, 0);
     return Status::success();
-  }
-
-  /// Waits for every send started since the last time.
-  Status finishSends() {
-    Status status = Status::success();
-    for (int64_t request : pendingSends_)
-      if (status)
-        status = stages_->wait(request);
-    pendingSends_.clear();
-    return status;
   }
 
   /// Where input buffer `buffer` of slot `slot` starts.
@@ -456,11 +431,8 @@ private:
   std::vector<std::vector<float>> fixed_; // float-sized cells; tables hold int32 bit patterns
   std::vector<void *> pointers_;
   comm::Communicator *communicator_ = nullptr;
-  comm::Communicator *stages_ = nullptr;       // a pipeline stage's: rank r holds stage r
-  std::vector<int64_t> pendingSends_;          // started since the last finishSends
-  std::vector<std::vector<float>> sendCopies_; // what they send (one per pending send)
-  std::vector<float> received_;                // a receive's sample-major values
-  std::vector<std::string> commNames_;         // per op: what a communication op exchanges (messages)
+  comm::StageTransfers transfers_;     // a pipeline stage's: rank r of its communicator holds stage r
+  std::vector<std::string> commNames_; // per op: what a communication op exchanges (messages)
   /// All-reduces started since the last wait (`mean`: their values, to divide).
   struct Started {
     int64_t request;

@@ -11,7 +11,12 @@
 // on the copy stream, ordered by the same events. A data-parallel plan's
 // all-reduces go through NCCL on the GPU when the communicator is NCCL's
 // (stream-ordered, inside the step's graph, every host wait bounded by
-// --comm-timeout), else through host staging around the graphs.
+// --comm-timeout), else through host staging around the graphs. A
+// pipeline stage's plan keeps one copy of its activations per micro-batch
+// in flight (activation slots, each run points the batch-scaled buffers
+// into its slot); its sends and receives go through NCCL in groups between
+// the graphs of the ops around them, or through the host when the
+// pipeline's ranks share a GPU (StepCommunication.h).
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/core/MemoryLayout.h"
 #include "runtime/cuda/Cublas.h"
@@ -32,6 +37,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -65,7 +71,8 @@ public:
         cublas_ ? cublas_->version() : 0,
         cudnnPlan_.note() + (options_.captureGraphs ? ", CUDA graphs" : ", CUDA graphs off") + graphNote_ +
             (nccl_ ? fmt::format(", NCCL {} on {} GPU(s)", ncclVersionText(nccl_->version()), nccl_->size())
-                   : std::string()));
+                   : std::string()) +
+            stageNote());
     // Reading the sums waits for the GPU: every 50 steps, unless --log-every says otherwise.
     info.defaultLogEvery = 50;
     info.launchesLastRun = launchesLastRun_;
@@ -78,10 +85,6 @@ public:
 
   Status load(const plan::Plan &plan, int64_t maxBatch) override {
     release();
-    if (plan.stages > 1)
-      return fail(fmt::format("stage {} of a {}-stage pipeline: the CUDA backend does not run pipeline "
-                              "stages yet; train them with --device cpu",
-                              plan.stage, plan.stages));
     auto device = cuda::probeCudaDevice(options_.device);
     if (!device)
       return device.error();
@@ -244,6 +247,7 @@ public:
   }
 
   void writeInput(int slot, int buffer, std::span<const float> values) override {
+    issueHeldSendsReadingInputs(slot);
     const size_t s = static_cast<size_t>(slot);
     const int64_t offset = layout_.inputOffset(buffer, slot);
     const void *source = values.data();
@@ -303,6 +307,11 @@ public:
     return cudaStatus(cudaEventRecord(inputReady_[s], copyStream_), "recording an input gather");
   }
 
+  void attachStages(comm::Communicator *stages) override {
+    communication_.attachStages(stages);
+    ncclStages_ = communication_.ncclStages();
+  }
+
   void attach(comm::Communicator *communicator) override {
     if (nccl_)
       nccl_->setBeforeAbort(nullptr);
@@ -318,8 +327,16 @@ public:
   Status run(size_t first, size_t last, int64_t batch, int inputSlot, int activationSlot) override {
     if (!error_.ok())
       return takeError();
-    if (activationSlot != 0)
-      return fail("the CUDA backend holds one activation slot (pipeline stages run on the CPU for now)");
+    if (activationSlot < 0 || activationSlot >= plan_->activationSlots)
+      return fail(fmt::format("activation slot {} of a plan with {} (a bug in netc)", activationSlot,
+                              plan_->activationSlots));
+    // A stage's micro-batch keeps its inputs in the input slot of its
+    // activations (slotAddress finds a held send's buffers so).
+    if (plan_->stages > 1 && inputSlot != activationSlot)
+      return fail(fmt::format("input slot {} with activation slot {} in a pipeline stage (a bug in netc)",
+                              inputSlot, activationSlot));
+    if (activationSlot != activationSlot_)
+      useActivationSlot(activationSlot);
     if (batch > maxBatch_)
       return fail(
           fmt::format("a batch of {} is larger than the {} the plan was loaded for", batch, maxBatch_));
@@ -331,16 +348,24 @@ public:
       if (input >= 0)
         pointers_[static_cast<size_t>(input)] = bufferAddress(input, inputSlot);
     lastRunReplayed_ = false;
-    if (nccl_ && nccl_->device() != device_.index)
-      return fail(fmt::format("the NCCL communicator is on cuda:{} but the plan on cuda:{} (a bug in netc)",
-                              nccl_->device(), device_.index));
+    // A stage's sends through the host complete before its update at the
+    // latest, as on the CPU.
+    if (communication_.hostSendsPending() && first <= plan_->backwardEnd && plan_->backwardEnd < last &&
+        plan_->backwardEnd < plan_->updateEnd)
+      if (Status s = communication_.finishHostSends(); !s)
+        return s;
+    for (cuda::NcclCommunicator *c : {nccl_, ncclStages_})
+      if (c && c->device() != device_.index)
+        return fail(fmt::format("the NCCL communicator is on cuda:{} but the plan on cuda:{} (a bug in netc)",
+                                c->device(), device_.index));
     // With NCCL, the host stays at most two runs ahead of the GPU, so that a
     // wait bounded by --comm-timeout waits for little more than one run.
     cudaEvent_t &twoRunsAgo = runEnded_[runCount_++ % runEnded_.size()];
-    if (nccl_)
+    if (bound())
       if (Status s = waitForEvent(twoRunsAgo, "waiting for the run before last"); !s)
         return s;
-    Status ran = runRange(first, last, batch, inputSlot);
+    Status ran =
+        ncclStages_ ? runStageRange(first, last, batch, inputSlot) : runRange(first, last, batch, inputSlot);
     if (nccl_) // an abort a failure asked for during a capture (not allowed inside one)
       nccl_->abortIfPending();
     if (!ran)
@@ -353,7 +378,86 @@ public:
 
   void synchronize() override { keep(waitForStream(stream_, "running on the GPU")); }
 
+  Status finishTransfers() override {
+    if (!error_.ok())
+      return takeError();
+    if (ncclStages_) {
+      // The held sends go alone, and the host waits for them: what comes
+      // next (the loss verdict, another evaluation batch's inputs) may use
+      // the communicator or overwrite what they send.
+      std::vector<cuda::NcclTransfer> held = std::move(held_);
+      held_.clear();
+      if (Status s = communication_.transferGroup(held, slotAddress(), stream_); !s)
+        return s;
+      return waitForStream(stream_, "finishing the pipeline's sends");
+    }
+    return communication_.hostSendsPending() ? communication_.finishHostSends() : Status::success();
+  }
+
 private:
+  /// The NCCL communicator that bounds host waits, or null: the pipeline's
+  /// (its transfers are what a stage waits for most; the replicas' is
+  /// watched alongside), else the replicas'.
+  cuda::NcclCommunicator *bound() const { return ncclStages_ ? ncclStages_ : nccl_; }
+
+  std::string stageNote() const {
+    if (!plan_ || plan_->stages <= 1)
+      return std::string();
+    return fmt::format(", stage {} of {} ({} activation slot{}, transfers {})", plan_->stage, plan_->stages,
+                       plan_->activationSlots, plan_->activationSlots == 1 ? "" : "s",
+                       ncclStages_ ? "through NCCL" : "through the host");
+  }
+
+  /// Points the batch-scaled buffers other than the inputs into activation slot `slot`.
+  void useActivationSlot(int slot) {
+    for (size_t b = 0; b < plan_->buffers.size(); ++b)
+      if (const plan::Buffer &buffer = plan_->buffers[b]; buffer.batchScaled() && !buffer.isInput())
+        pointers_[b] = at(layout_.slotOffset(*plan_, static_cast<int>(b), slot));
+    activationSlot_ = slot;
+  }
+
+  /// Where buffer `buffer` of activation slot `slot` lies (an input: in input slot `slot`).
+  std::function<float *(int, int)> slotAddress() {
+    return [this](int buffer, int slot) { return at(layout_.slotOffset(*plan_, buffer, slot)); };
+  }
+
+  /// Issues the held sends (NCCL) when one reads an input of input slot
+  /// `slot`, which a copy is about to overwrite: the copy stream waits for
+  /// the slot's last reader, which then includes them. The schedules never
+  /// need it (a slot is written again only after a backward that opens with
+  /// a receive, which took the held sends along); it keeps the backend safe.
+  void issueHeldSendsReadingInputs(int slot) {
+    const bool reads = std::any_of(held_.begin(), held_.end(), [&](const cuda::NcclTransfer &t) {
+      return t.slot == slot && plan_->buffers[static_cast<size_t>(t.buffer)].isInput();
+    });
+    if (!reads)
+      return;
+    std::vector<cuda::NcclTransfer> held = std::move(held_);
+    held_.clear();
+    keep(communication_.transferGroup(held, slotAddress(), stream_));
+    keep(cudaStatus(cudaEventRecord(slotRead_[static_cast<size_t>(slot)], stream_),
+                    "recording the end of a pipeline send"));
+  }
+
+  /// A pipeline stage's ops [first, last) with its transfers through NCCL:
+  /// the ops between them as runRange runs any range, the transfers in the
+  /// groups ncclTransferRun makes (the sends that close the range held for
+  /// the next one's receives).
+  Status runStageRange(size_t first, size_t last, int64_t batch, int inputSlot) {
+    auto made = cuda::ncclTransferRun(*plan_, first, last, batch, activationSlot_, std::move(held_));
+    held_.clear();
+    if (!made)
+      return made.error();
+    for (const cuda::NcclRunPart &part : made->parts) {
+      Status s = part.group ? communication_.transferGroup(part.transfers, slotAddress(), stream_)
+                            : runRange(part.first, part.last, batch, inputSlot);
+      if (!s)
+        return s;
+    }
+    held_ = std::move(made->held);
+    return Status::success();
+  }
+
   /// Ops [first, last), as graphs where they may be: the whole range when
   /// its communication (if any) is NCCL's and joined inside it -- the
   /// buckets' all-reduces are then nodes of the step's graph; with a host
@@ -379,8 +483,9 @@ private:
         if (Status s = runAsGraph(begin, end, batch, inputSlot); !s)
           return s;
       int64_t launches = 0; // a host communicator launches nothing
+      communication_.progressHostSends();
       if (end < last)
-        if (Status s = communication_.run(end, pointers_.data(), stream_, launches); !s)
+        if (Status s = communication_.run(end, pointers_.data(), batch, stream_, launches); !s)
           return s;
       begin = end + 1;
     }
@@ -391,17 +496,18 @@ private:
   /// failing on NCCL's asynchronous errors (a hung collective aborted, not
   /// waited for forever); otherwise as long as it takes.
   Status waitForEvent(cudaEvent_t event, std::string_view what) {
-    if (nccl_)
-      return nccl_->waitFor(event, what);
+    if (cuda::NcclCommunicator *c = bound())
+      return c->waitFor(event, what, c == ncclStages_ ? nccl_ : nullptr);
     return cudaStatus(cudaEventSynchronize(event), what);
   }
   /// waitForEvent for everything issued on `stream` so far.
   Status waitForStream(cudaStream_t stream, std::string_view what) {
-    if (!nccl_)
+    cuda::NcclCommunicator *c = bound();
+    if (!c)
       return cudaStatus(cudaStreamSynchronize(stream), what);
     if (Status s = cudaStatus(cudaEventRecord(hostWait_, stream), what); !s)
       return s;
-    return nccl_->waitFor(hostWait_, what);
+    return c->waitFor(hostWait_, what, c == ncclStages_ ? nccl_ : nullptr);
   }
 
   static std::string ncclVersionText(int code) {
@@ -412,11 +518,14 @@ private:
   /// input slot is issued op by op (libraries load what they load lazily),
   /// the second is captured and launched, and later ones launch the graph.
   /// A capture the driver or a library refuses leaves that key op by op for
-  /// good, said in the run header. Past kMaxGraphs keys (a caller running
-  /// many batch sizes), new ones run op by op: the graphs stay bounded.
+  /// good, said in the run header. Past kMaxGraphs keys per activation slot
+  /// (a caller running many batch sizes), new ones run op by op: the graphs
+  /// stay bounded.
   Status runAsGraph(size_t first, size_t last, int64_t batch, int inputSlot) {
-    const GraphKey key{first, last, batch, inputSlot};
-    if (graphs_.size() >= kMaxGraphs && !graphs_.count(key))
+    const GraphKey key{first, last, batch, inputSlot, activationSlot_};
+    // A pipeline stage's ranges are kept for each of its activation slots.
+    const size_t maxGraphs = kMaxGraphs * static_cast<size_t>(std::max(plan_->activationSlots, 1));
+    if (graphs_.size() >= maxGraphs && !graphs_.count(key))
       return issue(first, last, batch);
     Graph &g = graphs_[key];
     if (!g.exec && (g.failed || g.eagerRuns++ == 0))
@@ -459,10 +568,11 @@ private:
     launch.cudnnLibrary = cudnnPlan_.library();
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       if (plan::opRole(plan_->ops[i].kind) == plan::OpRole::Communication) {
-        if (Status s = communication_.run(i, pointers_.data(), stream_, launch.launches); !s)
+        if (Status s = communication_.run(i, pointers_.data(), batch, stream_, launch.launches); !s)
           return s;
         continue;
       }
+      communication_.progressHostSends(); // a started host send goes on while this range computes
       std::optional<cuda::CudnnOpResources> conv = cudnnPlan_.convolution(i, batch);
       std::optional<cuda::CudnnPoolResources> pool = conv ? std::nullopt : cudnnPlan_.pooling(i, batch);
       const size_t ran = cuda::runPlanOpOnDevice(*plan_, i, last, resources(i, batch),
@@ -565,9 +675,11 @@ private:
 
   void release() {
     destroyGraphs();
+    held_.clear();
+    activationSlot_ = 0;
     // Freeing waits for the whole device; with NCCL, wait for this stream
     // first, bounded (a collective whose peers are gone is aborted).
-    if (nccl_ && stream_ && hostWait_)
+    if (bound() && stream_ && hostWait_)
       static_cast<void>(waitForStream(stream_, "finishing the GPU's work"));
     heldData_.release();
     graphsCaptured_ = 0;
@@ -644,7 +756,7 @@ private:
   struct GraphKey {
     size_t first, last;
     int64_t batch;
-    int slot;
+    int slot, activationSlot; // the graph holds their addresses
     auto operator<=>(const GraphKey &) const = default;
   };
   struct Graph {
@@ -659,9 +771,12 @@ private:
   bool lastRunReplayed_ = false;
   std::string graphNote_; // why a capture failed, for describe()
   Status error_;
-  cuda::StepCommunication communication_;  // the plan's all-reduces and waits
-  cuda::NcclCommunicator *nccl_ = nullptr; // communication_'s communicator when it is NCCL's
-  cudaEvent_t hostWait_ = nullptr;         // recorded where the host waits for a stream
+  cuda::StepCommunication communication_;        // the plan's all-reduces and waits
+  cuda::NcclCommunicator *nccl_ = nullptr;       // communication_'s communicator when it is NCCL's
+  cuda::NcclCommunicator *ncclStages_ = nullptr; // the pipeline's when it is NCCL's
+  int activationSlot_ = 0;                       // the slot pointers_ point into
+  std::vector<cuda::NcclTransfer> held_;         // sends held for the next run's receives (NCCL)
+  cudaEvent_t hostWait_ = nullptr;               // recorded where the host waits for a stream
 };
 
 } // namespace

@@ -139,4 +139,84 @@ bool joinsEveryAllReduce(std::span<const NcclCollective> collectives) {
   return !open;
 }
 
+bool transfersOverlap(const plan::Plan &plan, int a, int slotA, int b, int slotB) {
+  const plan::Buffer &x = plan.buffers[static_cast<size_t>(a)], &y = plan.buffers[static_cast<size_t>(b)];
+  if (!x.batchScaled() || !y.batchScaled())
+    return a == b; // a fixed buffer has one place, its own
+  // A batch-scaled buffer of a slot holds its samples in one range, at its
+  // per-sample offset times the samples: ranges meet where those do.
+  if (x.isInput() != y.isInput() || slotA != slotB)
+    return false;
+  return x.arenaOffset < y.arenaOffset + y.perSample && y.arenaOffset < x.arenaOffset + x.perSample;
+}
+
+Expected<NcclTransferRun> ncclTransferRun(const plan::Plan &plan, size_t first, size_t last, int64_t batch,
+                                          int slot, std::vector<NcclTransfer> held) {
+  NcclTransferRun out;
+  last = std::min(last, plan.ops.size());
+  auto isTransfer = [&](size_t i) {
+    return plan.ops[i].kind == plan::OpKind::Send || plan.ops[i].kind == plan::OpKind::Receive;
+  };
+  auto overlapsHeld = [&](int buffer) {
+    return std::any_of(held.begin(), held.end(), [&](const NcclTransfer &t) {
+      return transfersOverlap(plan, t.buffer, t.slot, buffer, slot);
+    });
+  };
+  auto flushHeld = [&] {
+    if (!held.empty())
+      out.parts.push_back({true, 0, 0, std::move(held)});
+    held.clear();
+  };
+  for (size_t begin = first; begin < last;) {
+    size_t end = begin;
+    for (; end < last && !isTransfer(end); ++end) {
+      const std::vector<int> &writes = plan.ops[end].out;
+      if (!held.empty() && std::any_of(writes.begin(), writes.end(), overlapsHeld)) {
+        // It writes memory a held send reads: the held sends go first.
+        if (end > begin)
+          out.parts.push_back({false, begin, end, {}});
+        flushHeld();
+        begin = end;
+      }
+    }
+    if (end > begin)
+      out.parts.push_back({false, begin, end, {}});
+    if (end == last)
+      break;
+    NcclRunPart group{true, 0, 0, {}};
+    bool receives = false, receivesOverHeld = false;
+    for (; end < last && isTransfer(end); ++end) {
+      const plan::Op &op = plan.ops[end];
+      const bool send = op.kind == plan::OpKind::Send;
+      const std::vector<int> &buffers = send ? op.in : op.out;
+      const int buffer = buffers.empty() ? -1 : buffers[0];
+      const int peer =
+          std::holds_alternative<plan::TransferAttrs>(op.attrs) ? op.get<plan::TransferAttrs>().peer : -1;
+      if (buffer < 0 || static_cast<size_t>(buffer) >= plan.buffers.size() || peer < 0 ||
+          peer >= plan.stages || peer == plan.stage)
+        return fail(
+            fmt::format("op #{} {} of stage {} of {} has no buffer or peer stage (a bug in netc's plan)", end,
+                        plan::opName(op.kind), plan.stage, plan.stages));
+      group.transfers.push_back(
+          {end, send, peer, buffer, slot, plan.buffers[size_t(buffer)].perSample * batch});
+      receives = receives || !send;
+      receivesOverHeld = receivesOverHeld || (!send && overlapsHeld(buffer));
+    }
+    // The held sends join the group, unless one of its receives would write
+    // what they read while they send it (a gradient sent from the memory
+    // the next micro-batch's values arrive in): then they go first, alone.
+    if (receivesOverHeld)
+      flushHeld();
+    group.transfers.insert(group.transfers.begin(), held.begin(), held.end());
+    held.clear();
+    if (end == last && !receives)
+      held = std::move(group.transfers); // they close the run: join the next run's receives
+    else
+      out.parts.push_back(std::move(group));
+    begin = end;
+  }
+  out.held = std::move(held);
+  return out;
+}
+
 } // namespace netc::runtime::cuda

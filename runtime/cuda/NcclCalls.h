@@ -5,8 +5,11 @@
 // and reductions; and the collectives of a range of plan ops -- each
 // gradient bucket's all-reduce (buffer, offset, count, type, reduction) on
 // the communication stream and the join of that stream back into the
-// compute stream at the plan's wait. runtime/cuda/NcclCommunicator.cpp
-// issues exactly these; StepLaunches.cpp records them.
+// compute stream at the plan's wait; and a pipeline stage's sends and
+// receives, grouped so that ranks whose NCCL calls run strictly one after
+// another cannot wait for each other in a cycle (ncclTransferRun).
+// runtime/cuda/NcclCommunicator.cpp issues exactly these; StepLaunches.cpp
+// records them.
 #pragma once
 
 #include "codegen/Plan.h"
@@ -76,5 +79,68 @@ std::span<const NcclCollective> collectivesIn(const std::vector<NcclCollective> 
 /// range (one that waits for work enqueued outside the capture cannot be
 /// captured: a wait run on its own, as after an empty step).
 bool joinsEveryAllReduce(std::span<const NcclCollective> collectives);
+
+/// One send or receive of a pipeline stage's micro-batch between
+/// neighbouring stages (a plan's Send or Receive op): NCCL moves `count`
+/// floats of `buffer` in activation slot `slot`, in place, to or from
+/// `peer` (its rank in the pipeline's communicator).
+struct NcclTransfer {
+  size_t op = 0;
+  bool send = false;
+  int peer = -1;
+  int buffer = -1;
+  int slot = 0;
+  int64_t count = 0;
+  bool operator==(const NcclTransfer &) const = default;
+};
+
+/// One send or receive of a group as NCCL gets it (NcclCommunicator::
+/// transferOnDevice): the device address of an NcclTransfer's buffer.
+struct DeviceTransfer {
+  bool send = false;
+  int peer = -1; // its rank in the pipeline's communicator
+  float *data = nullptr;
+  int64_t count = 0; // floats
+};
+
+/// A run of a stage plan's ops, as the CUDA backend issues it through NCCL:
+/// ranges of ops that move nothing between stages (computation, the
+/// replicas' all-reduces), and groups of transfers issued together
+/// (ncclGroupStart/End, one wait for the whole group).
+struct NcclRunPart {
+  bool group = false;
+  size_t first = 0, last = 0;          // !group: ops [first, last)
+  std::vector<NcclTransfer> transfers; // group: issued together
+};
+struct NcclTransferRun {
+  std::vector<NcclRunPart> parts;
+  /// The sends that close the run (or were held before it, when it has no
+  /// transfers), held back to join the next run's first group; the backend
+  /// issues them alone before anything else uses the communicator.
+  std::vector<NcclTransfer> held;
+};
+
+/// How ops [first, last) of a stage plan, run on micro-batches of `batch`
+/// samples in activation slot `slot`, go through NCCL, given the sends
+/// `held` from the previous run. A rank's NCCL calls may run strictly one
+/// after another and a send completes only once its receiver runs the
+/// matching receive, so a send that closes a run (a micro-batch's forward
+/// or backward) is held back and issued in one group with the receives that
+/// open the next run: under 1F1B, stage 0 sends micro-batch 1's values and
+/// then receives micro-batch 0's gradient while stage 1 sends that gradient
+/// and then receives micro-batch 1's values; issued one at a time, each
+/// waits for the other forever. Held sends join the run's first group,
+/// unless memory they read would be written first (transfersOverlap): by
+/// an op before that group, or by one of its receives (the plan's memory
+/// reuse often puts a stage's received values and its gradient, sent back,
+/// at one place); then they go first, alone. Consecutive transfer ops form
+/// one group. An error names a transfer op without its buffer or peer.
+/// Whether buffer `a` of activation slot `slotA` and buffer `b` of slot
+/// `slotB` of `plan` share memory (an input: its input slot; a fixed buffer
+/// has one place), at any batch.
+bool transfersOverlap(const plan::Plan &plan, int a, int slotA, int b, int slotB);
+
+Expected<NcclTransferRun> ncclTransferRun(const plan::Plan &plan, size_t first, size_t last, int64_t batch,
+                                          int slot, std::vector<NcclTransfer> held);
 
 } // namespace netc::runtime::cuda

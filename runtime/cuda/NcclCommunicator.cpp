@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -38,6 +39,11 @@ struct NcclLibrary {
   decltype(&ncclAllGather) allGather = nullptr;
   decltype(&ncclSend) send = nullptr;
   decltype(&ncclRecv) recv = nullptr;
+  decltype(&ncclGroupStart) groupStart = nullptr;
+  decltype(&ncclGroupEnd) groupEnd = nullptr;
+  decltype(&ncclCommCount) count = nullptr;
+  decltype(&ncclCommUserRank) userRank = nullptr;
+  decltype(&ncclCommSplit) split = nullptr; // NCCL 2.18 or newer (pipeline stages)
   int version = 0;
 };
 
@@ -87,6 +93,11 @@ Expected<const NcclLibrary *> loadNccl() {
   resolve(l->allGather, "ncclAllGather");
   resolve(l->send, "ncclSend");
   resolve(l->recv, "ncclRecv");
+  resolve(l->groupStart, "ncclGroupStart");
+  resolve(l->groupEnd, "ncclGroupEnd");
+  resolve(l->count, "ncclCommCount");
+  resolve(l->userRank, "ncclCommUserRank");
+  l->library.resolveOptional(l->split, "ncclCommSplit");
   if (const std::string &missing = l->library.missing(); !missing.empty()) {
     problem = fmt::format("{} lacks {}: netc needs NCCL {}.{} or newer", name, missing, kOldestNccl / 10000,
                           kOldestNccl / 100 % 100);
@@ -151,16 +162,13 @@ NcclCommunicator::join(const comm::LaunchInfo &launch, const NcclId &id, int dev
   c->device_ = device;
   c->nccl_ = *nccl;
   c->bootstrap_ = std::move(bootstrap);
+  c->jobRank_ = launch.rank;
+  c->jobSize_ = launch.size;
   const std::string who = comm::rankName(launch.rank, launch.size);
   if (Status s = cudaStatus(cudaSetDevice(device), fmt::format("{}: selecting cuda:{}", who, device)); !s)
     return Error{s.message()};
-  if (Status s =
-          cudaStatus(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-      !s)
+  if (Status s = c->openStreams(); !s)
     return Error{s.message()};
-  for (cudaEvent_t *event : {&c->ready_, &c->done_, &c->hostDone_})
-    if (Status s = cudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming), "cudaEventCreate"); !s)
-      return Error{s.message()};
   ncclUniqueId uid;
   std::memcpy(uid.internal, id.data(), kNcclIdBytes);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -181,6 +189,76 @@ NcclCommunicator::join(const comm::LaunchInfo &launch, const NcclId &id, int dev
   if (Status s = c->stage(kInitialStagingBytes); !s)
     return Error{s.message()};
   return c;
+}
+
+Status NcclCommunicator::openStreams() {
+  if (Status s = cudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      !s)
+    return s;
+  for (cudaEvent_t *event : {&ready_, &done_, &hostDone_})
+    if (Status s = cudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming), "cudaEventCreate"); !s)
+      return s;
+  return Status::success();
+}
+
+std::string NcclCommunicator::who() const {
+  std::string name = comm::rankName(jobRank_, jobSize_);
+  if (const auto &roles = rankRoles(); jobRank_ >= 0 && static_cast<size_t>(jobRank_) < roles.size() &&
+                                       !roles[static_cast<size_t>(jobRank_)].empty())
+    name += fmt::format(" ({})", roles[static_cast<size_t>(jobRank_)]);
+  return name;
+}
+
+Expected<std::shared_ptr<comm::Communicator>> NcclCommunicator::split(int color, int key,
+                                                                      std::string_view what) {
+  if (!failed_.ok())
+    return Error{failed_.message()};
+  if (!nccl_->split)
+    return fail(
+        fmt::format("{}: NCCL {}.{}.{} cannot split a communicator ({}): pipeline stages on GPUs need "
+                    "NCCL 2.18 or newer (ncclCommSplit)",
+                    who(), nccl_->version / 10000, nccl_->version / 100 % 100, nccl_->version % 100, what));
+  // The host communicator the job started with (rank 0's id went through
+  // it) splits alike, for the split communicator's own bootstrap.
+  std::shared_ptr<comm::Communicator> host;
+  if (bootstrap_) {
+    auto part = bootstrap_->split(color, key, what);
+    if (!part)
+      return part.error();
+    host = std::move(*part);
+  }
+  std::unique_ptr<NcclCommunicator> c(new NcclCommunicator(options()));
+  c->nccl_ = nccl_;
+  c->device_ = device_;
+  c->launch_ = launch_;
+  c->jobRank_ = jobRank_;
+  c->jobSize_ = jobSize_;
+  c->bootstrap_ = std::move(host);
+  c->setRankRoles(rankRoles());
+  c->setPosition(step(), epoch());
+  if (Status s = c->openStreams(); !s)
+    return Error{fmt::format("{}: {}", who(), s.message())};
+  ncclComm_t comm = nullptr;
+  // The parent's configuration (nonblocking): settled below within the timeout.
+  const ncclResult_t started = nccl_->split(static_cast<ncclComm_t>(comm_), color, key, &comm, nullptr);
+  if (started != ncclSuccess && started != ncclInProgress) {
+    if (comm)
+      nccl_->abort(comm);
+    return fail(fmt::format("{}: ncclCommSplit for the {} {} failed: {}", who(), what, position(),
+                            nccl_->errorString(started)));
+  }
+  c->comm_ = comm;
+  if (Status s = c->settle(what); !s)
+    return Error{s.message()};
+  int rank = -1, size = 0;
+  if (nccl_->userRank(comm, &rank) != ncclSuccess || nccl_->count(comm, &size) != ncclSuccess || rank < 0 ||
+      rank >= size)
+    return fail(fmt::format("{}: the {} gave no rank in a communicator of {} (NCCL)", who(), what, size));
+  c->launch_.rank = rank;
+  c->launch_.size = size;
+  if (Status s = c->stage(kInitialStagingBytes); !s)
+    return Error{s.message()};
+  return std::shared_ptr<comm::Communicator>(std::move(c));
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -251,7 +329,7 @@ Status NcclCommunicator::failWith(std::string message) {
     abortPending_ = comm_ != nullptr;
   else
     abort();
-  failed_ = fail(fmt::format("{}: {}", comm::rankName(launch_.rank, launch_.size), message));
+  failed_ = fail(fmt::format("{}: {}", who(), message));
   return failed_;
 }
 
@@ -285,9 +363,17 @@ Status NcclCommunicator::settle(std::string_view what) {
   }
 }
 
-Status NcclCommunicator::waitFor(cudaEvent_t event, std::string_view what) {
+Status NcclCommunicator::waitFor(cudaEvent_t event, std::string_view what, NcclCommunicator *also) {
   if (!failed_.ok())
     return failed_;
+  if (also && !also->failed_.ok())
+    return also->failed_;
+  auto asyncState = [](const NcclCommunicator &c) {
+    ncclResult_t state = ncclSuccess;
+    if (ncclResult_t r = c.nccl_->asyncError(static_cast<ncclComm_t>(c.comm_), &state); r != ncclSuccess)
+      state = r;
+    return state;
+  };
   const auto start = std::chrono::steady_clock::now();
   for (int spin = 0;; ++spin) {
     const cudaError_t e = cudaEventQuery(event);
@@ -296,18 +382,24 @@ Status NcclCommunicator::waitFor(cudaEvent_t event, std::string_view what) {
     if (e != cudaErrorNotReady)
       return failWith(fmt::format("waiting for {} {}: {} ({})", what, position(), cudaGetErrorString(e),
                                   static_cast<int>(e)));
-    ncclResult_t state = ncclSuccess;
-    if (ncclResult_t r = nccl_->asyncError(static_cast<ncclComm_t>(comm_), &state); r != ncclSuccess)
-      state = r;
-    if (state != ncclSuccess && state != ncclInProgress)
-      return check(state, "NCCL", lastDeviceWhat_.empty() ? what : std::string_view(lastDeviceWhat_));
+    for (NcclCommunicator *c : {this, also})
+      if (c)
+        if (ncclResult_t state = asyncState(*c); state != ncclSuccess && state != ncclInProgress)
+          return c->check(state, "NCCL",
+                          c->lastDeviceWhat_.empty() ? what : std::string_view(c->lastDeviceWhat_));
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-        options().timeoutSeconds)
-      return failWith(fmt::format(
+        options().timeoutSeconds) {
+      std::string waited(lastDeviceWhat_.empty() ? what : std::string_view(lastDeviceWhat_));
+      if (also && !also->lastDeviceWhat_.empty())
+        waited += fmt::format(" (or the {} before it)", also->lastDeviceWhat_);
+      const std::string message = fmt::format(
           "{} {} did not complete within --comm-timeout {:g} s: another rank stopped or hangs (NCCL was "
           "aborted; the other ranks report their own side)",
-          lastDeviceWhat_.empty() ? what : std::string_view(lastDeviceWhat_), position(),
-          options().timeoutSeconds));
+          waited, position(), options().timeoutSeconds);
+      if (also) // its kernels may be the ones waiting: they end too
+        static_cast<void>(also->failWith(message));
+      return failWith(message);
+    }
     if (spin > 1000)
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     else
@@ -315,16 +407,18 @@ Status NcclCommunicator::waitFor(cudaEvent_t event, std::string_view what) {
   }
 }
 
+Status NcclCommunicator::afterCompute(cudaStream_t compute, std::string_view what) {
+  lastDeviceWhat_ = what;
+  if (Status s = cudaStatus(cudaEventRecord(ready_, compute), fmt::format("ordering the {}", what)); !s)
+    return s;
+  return cudaStatus(cudaStreamWaitEvent(stream_, ready_, 0), fmt::format("ordering the {}", what));
+}
+
 Status NcclCommunicator::allReduceOnDevice(const NcclCollective &c, float *data, cudaStream_t compute,
                                            std::string_view what) {
   if (!failed_.ok())
     return failed_;
-  lastDeviceWhat_ = what;
-  if (Status s =
-          cudaStatus(cudaEventRecord(ready_, compute), "ordering an all-reduce after the backward pass");
-      !s)
-    return s;
-  if (Status s = cudaStatus(cudaStreamWaitEvent(stream_, ready_, 0), "ordering an all-reduce"); !s)
+  if (Status s = afterCompute(compute, what); !s)
     return s;
   float *at = data + c.offset;
   if (Status s = check(
@@ -334,6 +428,43 @@ Status NcclCommunicator::allReduceOnDevice(const NcclCollective &c, float *data,
       !s)
     return s;
   return settle(what);
+}
+
+Status NcclCommunicator::transferOnDevice(std::span<const DeviceTransfer> transfers, cudaStream_t compute,
+                                          std::string_view what) {
+  if (!failed_.ok())
+    return failed_;
+  if (transfers.empty())
+    return Status::success();
+  if (Status s = afterCompute(compute, what); !s)
+    return s;
+  if (ncclResult_t started = nccl_->groupStart(); started != ncclSuccess)
+    return check(started, "ncclGroupStart", what);
+  // A call that fails inside the group is reported once the group is
+  // closed (failing aborts the communicator, which an open group still uses).
+  ncclResult_t refused = ncclSuccess;
+  const char *refusedBy = "";
+  for (const DeviceTransfer &t : transfers) {
+    const auto count = static_cast<size_t>(t.count);
+    auto *comm = static_cast<ncclComm_t>(comm_);
+    const ncclResult_t r = t.send ? nccl_->send(t.data, count, ncclFloat32, t.peer, comm, stream_)
+                                  : nccl_->recv(t.data, count, ncclFloat32, t.peer, comm, stream_);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      refused = r;
+      refusedBy = t.send ? "ncclSend" : "ncclRecv";
+      break;
+    }
+  }
+  const ncclResult_t ended = nccl_->groupEnd();
+  if (refused != ncclSuccess)
+    return check(refused, refusedBy, what);
+  if (Status s = check(ended, "ncclGroupEnd", what); !s)
+    return s;
+  if (Status s = settle(what); !s)
+    return s;
+  if (Status s = cudaStatus(cudaEventRecord(done_, stream_), "recording the end of a pipeline transfer"); !s)
+    return s;
+  return cudaStatus(cudaStreamWaitEvent(compute, done_, 0), "waiting for a pipeline transfer");
 }
 
 Status NcclCommunicator::join(cudaStream_t compute) {

@@ -11,6 +11,8 @@
 //    ordered by events between its compute stream and this communicator's
 //    stream. They are stream-ordered, never waited for on the host, and so
 //    are captured into the step's CUDA graph with everything else;
+//  - a pipeline stage's sends and receives of device memory
+//    (transferOnDevice), one group at a time, stream-ordered in the same way;
 //  - the Communicator interface's host-memory operations (the agreement,
 //    loss sums, evaluation): staged through pinned host and device memory
 //    on the same stream, and waited for with the timeout.
@@ -24,6 +26,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,6 +64,10 @@ public:
   Status send(const void *data, int64_t bytes, int peer, std::string_view what) override;
   Status receive(void *data, int64_t bytes, int peer, std::string_view what) override;
   Status barrier(std::string_view what) override;
+  /// ncclCommSplit (NCCL 2.18 or newer): the ranks of one color on their
+  /// GPUs, with the host communicator the job started with (if any) split
+  /// alike; its messages name the job's rank.
+  Expected<std::shared_ptr<comm::Communicator>> split(int color, int key, std::string_view what) override;
   bool failed() const override { return !failed_.ok(); }
 
   /// The GPU it runs on.
@@ -70,11 +77,20 @@ public:
   /// buffer in device memory, after the work issued so far on `compute`.
   Status allReduceOnDevice(const NcclCollective &collective, float *data, cudaStream_t compute,
                            std::string_view what);
+  /// Issues `transfers` as one group (ncclGroupStart/End: they progress
+  /// together) after the work issued so far on `compute`, and makes
+  /// `compute` wait for all of them: sent buffers may be written and
+  /// received ones read after it. `what` names the group in messages.
+  Status transferOnDevice(std::span<const DeviceTransfer> transfers, cudaStream_t compute,
+                          std::string_view what);
   /// Makes `compute` wait for every device collective enqueued before.
   Status join(cudaStream_t compute);
   /// Waits on the host for `event` (recorded on a stream that may wait for
   /// device collectives): at most the timeout, failing on NCCL's errors.
-  Status waitFor(cudaEvent_t event, std::string_view what);
+  /// `also`: another communicator of this rank whose device operations the
+  /// event may wait for too (a pipeline's stages and a stage's copies): its
+  /// errors end the wait, and a timeout aborts both.
+  Status waitFor(cudaEvent_t event, std::string_view what, NcclCommunicator *also = nullptr);
   /// Called before the communicator is aborted: ncclCommAbort waits until
   /// every CUDA graph that captured one of its collectives is destroyed, so
   /// the backend that owns such graphs destroys them here (null: none).
@@ -86,6 +102,11 @@ public:
 
 private:
   NcclCommunicator(const comm::CommOptions &options) : Communicator(options) {}
+  Status openStreams();
+  /// Orders this communicator's stream after the work issued so far on
+  /// `compute`, for the device operation `what` (named when a wait fails).
+  Status afterCompute(cudaStream_t compute, std::string_view what);
+  std::string who() const;
   Status check(int result, std::string_view call, std::string_view what);
   Status settle(std::string_view what);
   Status failWith(std::string message);
@@ -95,6 +116,7 @@ private:
                         const std::function<int(void *device)> &call);
 
   comm::LaunchInfo launch_;
+  int jobRank_ = 0, jobSize_ = 1; // this rank in the job (a split communicator's launch_ is its own)
   int device_ = 0;
   const NcclLibrary *nccl_ = nullptr;
   void *comm_ = nullptr; // ncclComm_t

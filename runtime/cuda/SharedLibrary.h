@@ -38,6 +38,11 @@ public:
     if (!function)
       missing_ += missing_.empty() ? std::string(symbol) : ", " + std::string(symbol);
   }
+  /// Sets `function` to entry point `symbol`, or null without counting it
+  /// missing: one that only some versions have (the caller says what needs it).
+  template <class Function> void resolveOptional(Function &function, const char *symbol) {
+    function = reinterpret_cast<std::remove_reference_t<Function>>(dlsym(handle_, symbol));
+  }
   /// The entry points resolve() did not find, comma-separated (empty: none).
   const std::string &missing() const { return missing_; }
 

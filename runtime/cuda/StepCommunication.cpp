@@ -43,6 +43,60 @@ void StepCommunication::release() {
   staging_.clear();
   stagingBase_.clear();
   started_.clear();
+  hostTransfers_.clear();
+}
+
+void StepCommunication::attachStages(comm::Communicator *stages) {
+  hostTransfers_.attach(stages);
+  ncclStages_ = dynamic_cast<NcclCommunicator *>(stages);
+}
+
+Status StepCommunication::transferGroup(std::span<const NcclTransfer> transfers,
+                                        const std::function<float *(int buffer, int slot)> &address,
+                                        cudaStream_t stream) {
+  if (transfers.empty())
+    return Status::success();
+  if (!ncclStages_)
+    return fail("a pipeline transfer through NCCL without NCCL's communicator (a bug in netc: "
+                "Backend::attachStages)");
+  group_.clear();
+  for (const NcclTransfer &t : transfers)
+    group_.push_back({t.send, t.peer, address(t.buffer, t.slot), t.count});
+  const NcclTransfer &first = transfers.front();
+  std::string what = names_[first.op];
+  if (transfers.size() > 1)
+    what += fmt::format(" and {} more transfer{}", transfers.size() - 1, transfers.size() == 2 ? "" : "s");
+  return ncclStages_->transferOnDevice(group_, stream, what);
+}
+
+Status StepCommunication::transferThroughHost(size_t index, void *const *buffers, int64_t batch,
+                                              cudaStream_t stream) {
+  const plan::Op &op = plan_->ops[index];
+  const bool sending = op.kind == plan::OpKind::Send;
+  const int buffer = sending ? op.in[0] : op.out[0];
+  const int64_t count = plan_->buffers[static_cast<size_t>(buffer)].perSample * batch;
+  float *device = static_cast<float *>(buffers[static_cast<size_t>(buffer)]);
+  const int peer = op.get<plan::TransferAttrs>().peer;
+  const auto bytes = static_cast<size_t>(count) * sizeof(float);
+  if (sending) {
+    const std::span<float> copy = hostTransfers_.nextSend(count);
+    if (Status s = cudaStatus(cudaMemcpyAsync(copy.data(), device, bytes, cudaMemcpyDeviceToHost, stream),
+                              "copying values to send to the next stage");
+        !s)
+      return s;
+    if (Status s = cudaStatus(cudaStreamSynchronize(stream), "copying values to send to the next stage"); !s)
+      return s;
+    return hostTransfers_.send(peer, names_[index]);
+  }
+  auto received = hostTransfers_.receive(count, peer, names_[index]);
+  if (!received)
+    return received.error();
+  if (Status s = cudaStatus(cudaMemcpyAsync(device, received->data(), bytes, cudaMemcpyHostToDevice, stream),
+                            "copying received values to the GPU");
+      !s)
+    return s;
+  // The receive's host values are reused by the next one: the copy must have left them.
+  return cudaStatus(cudaStreamSynchronize(stream), "copying received values to the GPU");
 }
 
 void StepCommunication::attach(comm::Communicator *communicator) {
@@ -56,7 +110,16 @@ bool StepCommunication::capturable(size_t first, size_t last) const {
   return nccl_ && joinsEveryAllReduce(collectivesIn(collectives_, first, last));
 }
 
-Status StepCommunication::run(size_t index, void *const *buffers, cudaStream_t stream, int64_t &launches) {
+Status StepCommunication::run(size_t index, void *const *buffers, int64_t batch, cudaStream_t stream,
+                              int64_t &launches) {
+  const plan::OpKind kind = plan_->ops[index].kind;
+  if (kind == plan::OpKind::Send || kind == plan::OpKind::Receive) {
+    if (ncclStages_)
+      return fail(fmt::format("op #{} {} reached the op-by-op path through NCCL (a bug in netc: "
+                              "ncclTransferRun groups them)",
+                              index, plan::opName(kind)));
+    return transferThroughHost(index, buffers, batch, stream);
+  }
   if (!nccl_)
     return throughHost(index, buffers, stream);
   const int k = collectiveOf_[index];

@@ -8,16 +8,26 @@
 // range into host staging -- each reduced buffer a range of its own -- and
 // starts reducing it, and the wait finishes every one started and copies
 // them back: host waits, around which the step's graph is split.
+//
+// A pipeline stage's sends and receives (the Send and Receive ops) go to
+// the pipeline's communicator: through NCCL, a group of them at a time
+// (ncclTransferRun says which go together) on device memory; through a
+// host communicator (ranks that share a GPU), a send copies the
+// micro-batch's values to the host and starts sending them, finished by
+// finishHostSends, and a receive waits for its values and copies them in.
 #pragma once
 
 #include "codegen/Plan.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/StageTransfers.h"
 #include "runtime/cuda/NcclCalls.h"
 #include "support/Status.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +47,21 @@ public:
   void attach(comm::Communicator *communicator);
   /// The attached communicator when it is NCCL's, else null.
   NcclCommunicator *nccl() const { return nccl_; }
+  /// The pipeline's communicator (a stage plan's sends and receives).
+  void attachStages(comm::Communicator *stages);
+  /// The pipeline's communicator when it is NCCL's, else null.
+  NcclCommunicator *ncclStages() const { return ncclStages_; }
+
+  /// Issues `transfers` through NCCL as one group after the work on
+  /// `stream`, which then waits for them; `address(buffer, slot)` is where
+  /// a buffer of an activation slot lies.
+  Status transferGroup(std::span<const NcclTransfer> transfers,
+                       const std::function<float *(int buffer, int slot)> &address, cudaStream_t stream);
+  /// Waits for every send started through the host since the last time.
+  Status finishHostSends() { return hostTransfers_.finish(); }
+  /// Lets the host sends started go on (MPI moves data only inside its calls).
+  void progressHostSends() { hostTransfers_.progress(); }
+  bool hostSendsPending() const { return hostTransfers_.pending(); }
 
   /// Whether ops [first, last) may be captured as one graph although they
   /// communicate: through NCCL, with every all-reduce joined inside them.
@@ -44,11 +69,13 @@ public:
 
   /// Runs communication op `index` of the plan on the buffers at `buffers`
   /// (device addresses by buffer index), after the work issued on `stream`;
-  /// counts NCCL's kernels in `launches`.
-  Status run(size_t index, void *const *buffers, cudaStream_t stream, int64_t &launches);
+  /// counts NCCL's kernels in `launches`. A send or receive (through a host
+  /// communicator) moves `batch` samples.
+  Status run(size_t index, void *const *buffers, int64_t batch, cudaStream_t stream, int64_t &launches);
 
 private:
   Status throughHost(size_t index, void *const *buffers, cudaStream_t stream);
+  Status transferThroughHost(size_t index, void *const *buffers, int64_t batch, cudaStream_t stream);
 
   const plan::Plan *plan_ = nullptr;
   comm::Communicator *communicator_ = nullptr;
@@ -65,6 +92,9 @@ private:
     bool mean;
   };
   std::vector<Started> started_;
+  NcclCommunicator *ncclStages_ = nullptr;
+  std::vector<DeviceTransfer> group_;  // transferGroup's, reused
+  comm::StageTransfers hostTransfers_; // through a host communicator
 };
 
 } // namespace netc::runtime::cuda

@@ -69,6 +69,10 @@ Status Trainer::runPipelineStep(const std::vector<int64_t> &sizes, const std::ve
         !s)
       return s;
   }
+  // The step's last sends complete before the verdict uses the link (a
+  // backend may hold them back to group them with the next receives).
+  if (Status s = backend_.finishTransfers(); !s)
+    return s;
   if (Status s = shareLossVerdict(); !s)
     return s;
   if (chunks) {

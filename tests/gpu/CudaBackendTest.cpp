@@ -7,17 +7,24 @@
 // kernels from the same start, with the same losses within 1e-3 relative;
 // checkpoints written on one device and read on the other; and training
 // from a training set held on the GPU (--data-on-device) bit-identical to
-// training from batches copied in. Without a usable GPU the binary prints
+// training from batches copied in; and a 2-stage pipeline on the one GPU
+// (each stage's micro-batches in activation slots, its sends and receives
+// through the host) with the parameters and optimizer state of one CPU
+// process accumulating the same micro-batches. Without a usable GPU the binary prints
 // why and exits 77, which CTest reports as a skip (tests/gpu/CMakeLists.txt); scripts/gpu_check.sh runs it on
 // a GPU machine, under compute-sanitizer too. --backend-under-test=cpu runs the same tests against the CPU
 // backend: a dry run of their own logic.
+#include "../numeric/PipelineLoopback.h"
 #include "../numeric/PlanHarness.h"
 #include "../numeric/TestNetworks.h"
 #include "GpuTraining.h"
 
 #include "api/Backends.h"
+#include "codegen/Partition.h"
 #include "netc/Training.h"
+#include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
+#include "runtime/train/PipelineSchedule.h"
 
 #include <cstdio>
 #include <cstring>
@@ -354,6 +361,134 @@ TEST(GpuCheckpoints, RoundTripBetweenCpuAndGpu) {
   for (const plan::Parameter &p : plan.parameters)
     EXPECT_TRUE(bitIdentical(p.name, again.read(p.buffer), cpu.read(p.buffer)));
   std::filesystem::remove_all(dir);
+}
+
+/// Two pipeline stages of LeNet-5 on the backend under test (both on the
+/// one GPU, in this process, their transfers through an in-memory host
+/// link), under 1F1B and GPipe, three micro-batches of 5 for two steps of
+/// SGD with momentum: every parameter and its state, and the loss, as one
+/// CPU process accumulating the micro-batches computes them. What
+/// `netc train --partition 2 --device cuda` runs on each rank.
+TEST(GpuPipeline, TwoStagesOnOneGpuMatchOneCpuProcessAccumulating) {
+  auto compiled = compileText(readFile(sourcePath("examples/lenet5.net")));
+  ASSERT_EQ(compiled->diags.errorCount(), 0u);
+  const ir::Network &net = compiled->network;
+  auto stageOf = cost::stagesFromCuts(net, {"Full3"});
+  ASSERT_TRUE(stageOf.ok()) << stageOf.message();
+  const int stages = 2, microBatches = 3;
+  const int64_t micro = 5, steps = 2;
+  plan::PlanOptions options;
+  options.update.optimizer = plan::OptimizerKind::Sgd;
+  options.update.hyper.momentum = 0.9f;
+  options.accumulateGradients = true;
+  for (auto kind : {train::PipelineScheduleKind::OneForwardOneBackward, train::PipelineScheduleKind::GPipe}) {
+    SCOPED_TRACE(train::pipelineScheduleName(kind));
+    auto whole = plan::buildPlan(net, options);
+    ASSERT_TRUE(whole.ok()) << whole.message();
+    auto one = runtime::makeCpuBackend({1, 0, {}});
+    ASSERT_TRUE(one->load(*whole, micro));
+    std::vector<plan::Plan> plans;
+    std::vector<std::unique_ptr<runtime::Backend>> backends;
+    Wires wires;
+    std::vector<std::unique_ptr<LoopbackCommunicator>> links;
+    for (int s = 0; s < stages; ++s) {
+      plan::PlanOptions staged = options;
+      staged.stageOf = *stageOf;
+      staged.stage = s;
+      auto built = plan::buildPlan(net, staged);
+      ASSERT_TRUE(built.ok()) << built.message();
+      built->activationSlots = built->inputSlots = train::activationSlots(kind, stages, s, microBatches);
+      plans.push_back(std::move(*built));
+    }
+    for (int s = 0; s < stages; ++s) {
+      runtime::BackendOptions backendOptions;
+      backendOptions.checkEachOp = false; // graphs, one per range, batch and slot
+      auto created = runtime::createBackend(backendUnderTest(), backendOptions);
+      ASSERT_TRUE(created.ok()) << created.message();
+      backends.push_back(std::move(*created));
+      Status loaded = backends.back()->load(plans[size_t(s)], micro);
+      ASSERT_TRUE(loaded) << "stage " << s << ": " << loaded.message();
+      links.push_back(std::make_unique<LoopbackCommunicator>(wires, s, stages));
+      backends.back()->attachStages(links.back().get());
+    }
+    const train::InitOptions init{train::InitKind::Xavier, 0.1f, 7};
+    train::initializeParameters(*whole, *one, init);
+    for (int s = 0; s < stages; ++s)
+      train::initializeParameters(plans[size_t(s)], *backends[size_t(s)], init);
+
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (int64_t step = 1; step <= steps; ++step) {
+      std::vector<std::vector<float>> x(microBatches), labels(microBatches);
+      for (int m = 0; m < microBatches; ++m) {
+        x[size_t(m)].resize(static_cast<size_t>(micro * whole->featureCount));
+        for (float &v : x[size_t(m)])
+          v = unit(rng);
+        for (int64_t k = 0; k < micro; ++k)
+          labels[size_t(m)].push_back(static_cast<float>(rng() % 10));
+      }
+      const auto scalars =
+          optim::stepScalars(options.update, 0.05f, step, double(micro * microBatches), micro);
+      for (int m = 0; m < microBatches; ++m) {
+        train::writeStepScalars(*whole, *one, scalars);
+        one->writeInput(0, whole->features, x[size_t(m)]);
+        one->writeInput(0, whole->labels, labels[size_t(m)]);
+        one->fence();
+        Status ran = one->run(m == 0 ? 0 : whole->stepBegin,
+                              m + 1 == microBatches ? whole->updateEnd : whole->backwardEnd, micro, 0);
+        ASSERT_TRUE(ran) << ran.message();
+      }
+      auto act = [&](int s, const train::PipelineAction &a) -> Status {
+        const plan::Plan &p = plans[size_t(s)];
+        runtime::Backend &b = *backends[size_t(s)];
+        train::writeStepScalars(p, b, scalars);
+        if (!a.backward && p.features >= 0)
+          b.writeInput(a.slot, p.features, x[size_t(a.microBatch)]);
+        if (!a.backward && p.labels >= 0)
+          b.writeInput(a.slot, p.labels, labels[size_t(a.microBatch)]);
+        b.fence();
+        const size_t begin = a.backward ? p.forwardEnd : a.microBatch == 0 ? 0 : p.stepBegin;
+        return b.run(begin, a.backward ? p.backwardEnd : p.forwardEnd, micro, a.slot, a.slot);
+      };
+      Status ran = runSchedules(kind, stages, microBatches, wires, act);
+      ASSERT_TRUE(ran) << ran.message();
+      for (int s = 0; s < stages; ++s) {
+        const plan::Plan &p = plans[size_t(s)];
+        Status finished = backends[size_t(s)]->finishTransfers();
+        ASSERT_TRUE(finished) << finished.message();
+        Status update = backends[size_t(s)]->run(p.backwardEnd, p.updateEnd, micro, 0);
+        ASSERT_TRUE(update) << "stage " << s << ": " << update.message();
+      }
+    }
+    for (const auto &[pair, queue] : wires.queues)
+      EXPECT_TRUE(queue.empty()) << queue.size() << " message(s) from stage " << pair.first
+                                 << " never received";
+    std::map<std::string, std::pair<int, int>> where; // parameter name: stage and index
+    for (int s = 0; s < stages; ++s)
+      for (size_t k = 0; k < plans[size_t(s)].parameters.size(); ++k)
+        where[plans[size_t(s)].parameters[k].name] = {s, static_cast<int>(k)};
+    ASSERT_EQ(where.size(), whole->parameters.size());
+    auto read = [](runtime::Backend &b, int buffer, int64_t count) {
+      std::vector<float> values(static_cast<size_t>(count));
+      b.read(buffer, values);
+      return values;
+    };
+    for (const plan::Parameter &p : whole->parameters) {
+      const auto [s, k] = where.at(p.name);
+      const plan::Parameter &q = plans[size_t(s)].parameters[size_t(k)];
+      runtime::Backend &b = *backends[size_t(s)];
+      EXPECT_TRUE(valuesClose(p.name, read(b, q.buffer, q.count), read(*one, p.buffer, p.count)));
+      ASSERT_EQ(q.state.size(), p.state.size());
+      for (size_t j = 0; j < p.state.size(); ++j)
+        EXPECT_TRUE(
+            valuesClose(p.name + " state", read(b, q.state[j], q.count), read(*one, p.state[j], p.count)));
+    }
+    const auto oneMetrics = train::takeMetrics(*whole, *one);
+    const auto lastMetrics = train::takeMetrics(plans.back(), *backends.back());
+    const auto loss = static_cast<size_t>(plan::Metric::LossSum);
+    EXPECT_GT(oneMetrics[loss], 0.0);
+    EXPECT_NEAR(lastMetrics[loss], oneMetrics[loss], 1e-3 * oneMetrics[loss]);
+  }
 }
 
 } // namespace

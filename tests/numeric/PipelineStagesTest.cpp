@@ -6,6 +6,7 @@
 // After two optimizer steps every parameter and optimizer-state tensor, and
 // the loss sums, must be identical; so must the initial values, which
 // each stage draws from its place in the network's one random sequence.
+#include "PipelineLoopback.h"
 #include "PlanHarness.h"
 
 #include "codegen/Codegen.h"
@@ -27,65 +28,6 @@
 
 namespace netc::numeric {
 namespace {
-
-/// The pipeline's wires: what rank `from` sent to rank `to`, in order.
-struct Wires {
-  std::map<std::pair<int, int>, std::deque<std::vector<char>>> queues;
-};
-
-/// Rank `rank` of a pipeline inside this process: a send is queued at
-/// once; a receive takes the oldest message from its peer, and fails when
-/// there is none (the test ran a stage before the one it waits for) or its
-/// size differs.
-class LoopbackCommunicator final : public comm::Communicator {
-public:
-  LoopbackCommunicator(Wires &wires, int rank, int size)
-      : Communicator({}), wires_(wires), rank_(rank), size_(size) {}
-  std::string_view kind() const override { return "loopback"; }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  int localRank() const override { return rank_; }
-  int localSize() const override { return size_; }
-  Expected<int64_t> startAllReduce(void *, int64_t, comm::DataType, comm::ReduceOp,
-                                   std::string_view what) override {
-    return fail(std::string(what) + ": no all-reduce here");
-  }
-  Status wait(int64_t) override { return Status::success(); }
-  Status broadcast(void *, int64_t, int, std::string_view what) override {
-    return fail(std::string(what) + ": no broadcast here");
-  }
-  Status allGather(const void *, int64_t, void *, std::string_view what) override {
-    return fail(std::string(what) + ": no all-gather here");
-  }
-  Status send(const void *data, int64_t bytes, int peer, std::string_view what) override {
-    return startSend(data, bytes, peer, what).status();
-  }
-  Status receive(void *data, int64_t bytes, int peer, std::string_view what) override {
-    return startReceive(data, bytes, peer, what).status();
-  }
-  Expected<int64_t> startSend(const void *data, int64_t bytes, int peer, std::string_view) override {
-    const char *at = static_cast<const char *>(data);
-    wires_.queues[{rank_, peer}].emplace_back(at, at + bytes);
-    ++sent;
-    return int64_t{0};
-  }
-  Expected<int64_t> startReceive(void *data, int64_t bytes, int peer, std::string_view what) override {
-    auto &queue = wires_.queues[{peer, rank_}];
-    if (queue.empty())
-      return fail(fmt::format("{}: rank {} sent nothing", what, peer));
-    if (static_cast<int64_t>(queue.front().size()) != bytes)
-      return fail(fmt::format("{}: {} bytes sent, {} expected", what, queue.front().size(), bytes));
-    std::memcpy(data, queue.front().data(), static_cast<size_t>(bytes));
-    queue.pop_front();
-    return int64_t{0};
-  }
-  Status barrier(std::string_view) override { return Status::success(); }
-  int64_t sent = 0;
-
-private:
-  Wires &wires_;
-  int rank_, size_;
-};
 
 /// A loaded plan on a one-thread CPU backend (the plan stays where the
 /// backend was loaded with it, however the Machine moves).
@@ -138,14 +80,6 @@ void PrintTo(const PipelineCase &c, std::ostream *out) {
 /// A branched network whose skip connections cross two cuts: In and A are
 /// read two stages later, and A's gradient gathers contributions from both
 /// later stages and its own.
-const char *kSkipNet = R"(input In [16];
-hidden A [12] tanh from In all;
-hidden B [10] sigmoid from A all;
-hidden C [8] tanh { from B all; from A all; from In all; }
-hidden D [8] tanh { from C all; from A all; }
-output O [4] softmax { from D all; from B all; }
-)";
-
 std::vector<PipelineCase> pipelineCases() {
   const std::string mnist = readFile(sourcePath("examples/mnist.net"));
   const std::string lenet = readFile(sourcePath("examples/lenet5.net"));
@@ -279,28 +213,8 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
         }
       }
     } else { // every stage's schedule, each action as soon as what it receives has been sent
-      std::vector<std::vector<train::PipelineAction>> order;
-      std::vector<size_t> next(size_t(stages), 0);
-      for (int s = 0; s < stages; ++s)
-        order.push_back(train::stageSchedule(*c.schedule, stages, s, int(microBatches)));
-      for (bool progressed = true; progressed;) {
-        progressed = false;
-        for (int s = 0; s < stages; ++s) {
-          if (next[size_t(s)] == order[size_t(s)].size())
-            continue;
-          const train::PipelineAction &a = order[size_t(s)][next[size_t(s)]];
-          const int from = a.backward ? s + 1 : s - 1;
-          if (from >= 0 && from < stages && wires.queues[{from, s}].empty())
-            continue; // waits for its neighbour
-          Status done = act(s, a);
-          ASSERT_TRUE(done) << "stage " << s << ": " << done.message();
-          ++next[size_t(s)];
-          progressed = true;
-        }
-      }
-      for (int s = 0; s < stages; ++s)
-        ASSERT_EQ(next[size_t(s)], order[size_t(s)].size())
-            << "stage " << s << " never got what it waits for";
+      Status ran = runSchedules(*c.schedule, stages, int(microBatches), wires, act);
+      ASSERT_TRUE(ran) << ran.message();
     }
     for (int s = 0; s < stages; ++s) {
       const plan::Plan &p = stage[size_t(s)].plan;

@@ -3,8 +3,12 @@
 // with a note saying why; an explicit device is checked against --backend;
 // malformed devices and unusable GPUs are refused with messages that say so.
 // The probe is a stand-in here, so the rules are tested on any machine; and
-// --precision is checked with them (backendSetup).
+// --precision is checked with them (backendSetup). A pipeline's ranks
+// share the machine's GPUs only when they outnumber them (sharedGpus, with
+// a stand-in NCCL transport that reports the GPUs).
 #include "api/Backends.h"
+#include "api/DataParallel.h"
+#include "runtime/comm/OpenCommunicator.h"
 
 #include <gtest/gtest.h>
 
@@ -93,6 +97,53 @@ TEST(DeviceChoice, SetupChecksThePrecisionAndFillsTheOptions) {
   auto fp16 = backendSetup({"cpu", "", "fp16", "", false, true, 0, 0}, gpuOk);
   ASSERT_FALSE(fp16.ok());
   EXPECT_EQ(fp16.message(), "--precision: 'fp16' is not fp32 or tf32");
+}
+
+TEST(DeviceChoice, APipelineSharesGpusOnlyWhereItsRanksOutnumberThem) {
+  using training::gpusToShare;
+  EXPECT_EQ(gpusToShare(2, 0, 1), 1); // 2 stages on one GPU
+  EXPECT_EQ(gpusToShare(4, 0, 2), 2);
+  EXPECT_EQ(gpusToShare(2, 0, 2), 0); // a GPU each: NCCL
+  EXPECT_EQ(gpusToShare(3, 1, 2), 1); // from cuda:1 on, one GPU is left
+  EXPECT_EQ(gpusToShare(2, 2, 2), 0); // none left: the backend says so
+  EXPECT_EQ(gpusToShare(1, 0, 0), 0);
+
+  static int gpus = 1;
+  // The real transport (a CUDA build's) comes back at the end.
+  std::optional<comm::DeviceTransport> real;
+  if (const comm::DeviceTransport *t = comm::findDeviceTransport("nccl"))
+    real = *t;
+  comm::DeviceTransport fake;
+  fake.name = "nccl";
+  fake.newJobId = []() -> Expected<std::string> { return fail("no NCCL in this test"); };
+  fake.deviceCount = []() -> Expected<int> { return gpus; };
+  fake.join = [](const comm::LaunchInfo &, const std::string &, int, const comm::CommOptions &,
+                 std::shared_ptr<comm::Communicator>) -> Expected<std::shared_ptr<comm::Communicator>> {
+    return fail("no NCCL in this test");
+  };
+  comm::registerDeviceTransport(std::move(fake));
+  Launch mpirun;
+  mpirun.size = mpirun.localSize = 2;
+  mpirun.launcher = "mpirun";
+  EXPECT_EQ(training::sharedGpus(mpirun, "cuda", "", true), 1);
+  EXPECT_EQ(training::sharedGpus(mpirun, "cuda:0", "", true), 1);
+  EXPECT_EQ(training::sharedGpus(mpirun, "", "cuda", true), 1);
+  EXPECT_EQ(training::sharedGpus(mpirun, "cuda", "", false), 0) << "data parallelism takes a GPU each";
+  EXPECT_EQ(training::sharedGpus(mpirun, "cpu", "", true), 0);
+  Launch netcJob = mpirun;
+  netcJob.jobId = "00";
+  EXPECT_EQ(training::sharedGpus(netcJob, "cuda", "", true), 0) << "netc started a GPU for each";
+  Launch one;
+  EXPECT_EQ(training::sharedGpus(one, "cuda", "", true), 0);
+  gpus = 2;
+  EXPECT_EQ(training::sharedGpus(mpirun, "cuda", "", true), 0);
+  // Two machines of 2 ranks each on one GPU: counted per machine.
+  Launch twoMachines = mpirun;
+  twoMachines.size = 4;
+  gpus = 1;
+  EXPECT_EQ(training::sharedGpus(twoMachines, "cuda", "", true), 1);
+  if (real)
+    comm::registerDeviceTransport(std::move(*real));
 }
 
 } // namespace

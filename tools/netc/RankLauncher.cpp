@@ -11,6 +11,7 @@
 #include "JobReport.h"
 
 #include "api/Backends.h"
+#include "api/DataParallel.h"
 #include "runtime/comm/Launch.h"
 #include "runtime/comm/LocalJob.h"
 #include "runtime/comm/OpenCommunicator.h"
@@ -691,29 +692,37 @@ std::optional<int> settleLaunch(const RankRequest &request, const std::string &d
   if (gpuJob) {
     registerBuiltinBackends();
     const comm::DeviceTransport *nccl = comm::findDeviceTransport("nccl");
+    // What asked for a GPU each, in messages.
+    const std::string asked = request.gpus > 0 ? fmt::format("--gpus {}", ranks)
+                              : !request.impliedBy.empty()
+                                  ? fmt::format("{} on --device {}", request.impliedBy, device)
+                                  : fmt::format("--ranks {} on --device {}", ranks, device);
     if (!nccl) {
       std::fprintf(stderr,
-                   "netc: error: --gpus %d: this netc was built without CUDA; build it with the CUDA "
+                   "netc: error: %s: this netc was built without CUDA; build it with the CUDA "
                    "toolkit, or run on the CPU with --ranks\n",
-                   ranks);
+                   asked.c_str());
       return kUsageError;
     }
     // The first GPU: --device cuda:N's N.
     auto first = chooseDevice(device.empty() || device == "auto" ? "cuda" : device, "cuda", 0,
                               [](int) { return std::optional<std::string>(); });
     if (!first) {
-      std::fprintf(stderr, "netc: error: --gpus %d: %s\n", ranks, first.message().c_str());
+      std::fprintf(stderr, "netc: error: %s: %s\n", asked.c_str(), first.message().c_str());
       return kUsageError;
     }
     auto count = nccl->deviceCount();
     if (!count) {
       const std::string why = cudaProblem(first->device).value_or(count.message());
-      std::fprintf(stderr, "netc: error: --gpus %d: %s\n", ranks, why.c_str());
+      std::fprintf(stderr, "netc: error: %s: %s\n", asked.c_str(), why.c_str());
       return kInputError;
     }
-    return superviseJob(request, commandLine, [&](const std::vector<std::string> &arguments) {
-      return runGpuJob(ranks, *nccl, *count, first->device, arguments);
-    });
+    // A pipeline with more ranks than GPUs shares them: its ranks start as
+    // CPU ranks do (mpirun) and talk through the host.
+    if (!(request.shareGpus && request.gpus == 0 && training::gpusToShare(ranks, first->device, *count) > 0))
+      return superviseJob(request, commandLine, [&](const std::vector<std::string> &arguments) {
+        return runGpuJob(ranks, *nccl, *count, first->device, arguments);
+      });
   }
   const int cpus = std::max(1u, std::thread::hardware_concurrency());
   if (ranks > maxLocalRanks(cpus)) {

@@ -34,6 +34,12 @@ struct RankRequest {
   int ranks = 0;       // --ranks N
   int gpus = 0;        // --gpus N
   int maxRestarts = 0; // --max-restarts N (netc train)
+  /// A pipeline's ranks (netc train --partition): on GPUs, more of them than
+  /// the machine has GPUs share them, started by mpirun and joined through
+  /// the host rather than refused (training::sharedGpus).
+  bool shareGpus = false;
+  /// What asked for the ranks when no flag did, for messages ("--partition 2").
+  std::string impliedBy;
 };
 
 /// --ranks N and --gpus N into `request`.

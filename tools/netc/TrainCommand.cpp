@@ -292,14 +292,18 @@ int runTrain(TrainArgs &args) {
     s.device = "cuda";
   // --ranks N: start the job (this process then only waits for it), or
   // this process's place in one. --partition K or --cut without --ranks,
-  // outside a launcher: a rank for each stage.
+  // outside a launcher: a rank for each stage (on GPUs, sharing them where
+  // the machine has fewer).
   RankRequest request = args.ranks;
   const int stages = !s.cuts.empty() ? static_cast<int>(s.cuts.size()) + 1 : s.partition;
-  if (request.ranks == 0 && request.gpus == 0 && stages > 1 &&
-      !s.device.starts_with("cuda")) // GPUs: refused below
+  request.shareGpus = stages > 1 || s.partition == kAutoPartition;
+  if (request.ranks == 0 && request.gpus == 0 && stages > 1)
     if (LaunchResult here = launchFromEnvironment();
-        here.ok() && here.launch.size <= 1 && here.launch.jobId.empty())
+        here.ok() && here.launch.size <= 1 && here.launch.jobId.empty()) {
       request.ranks = stages;
+      request.impliedBy =
+          s.cuts.empty() ? fmt::format("--partition {}", stages) : fmt::format("--cut's {} stages", stages);
+    }
   if (auto done = settleLaunch(request, s.device, s.threads, args.commandLine, s.launch))
     return *done;
   const bool rankZero = s.launch.rank == 0;

@@ -1,0 +1,122 @@
+// PipelineLoopback.h -- pipeline stages inside one test process
+// (PipelineStagesTest.cpp on CPU backends, tests/gpu on the CUDA backend):
+// an in-memory communicator for the stages' sends and receives, and a
+// driver that runs every stage's schedule, each action as soon as what it
+// receives has been sent; and a small network whose skip connections cross
+// the cuts (values forwarded through a stage). Header-only.
+#pragma once
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/train/PipelineSchedule.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <vector>
+
+namespace netc::numeric {
+
+/// Layers read two and three layers later: cut at C (or B and D), values
+/// and gradients pass through the stages in between.
+inline constexpr const char *kSkipNet = R"(input In [16];
+hidden A [12] tanh from In all;
+hidden B [10] sigmoid from A all;
+hidden C [8] tanh { from B all; from A all; from In all; }
+hidden D [8] tanh { from C all; from A all; }
+output O [4] softmax { from D all; from B all; }
+)";
+
+/// The pipeline's wires: what rank `from` sent to rank `to`, in order.
+struct Wires {
+  std::map<std::pair<int, int>, std::deque<std::vector<char>>> queues;
+};
+
+/// Rank `rank` of a pipeline inside this process: a send is queued at
+/// once; a receive takes the oldest message from its peer, and fails when
+/// there is none (the test ran a stage before the one it waits for) or its
+/// size differs.
+class LoopbackCommunicator final : public comm::Communicator {
+public:
+  LoopbackCommunicator(Wires &wires, int rank, int size)
+      : Communicator({}), wires_(wires), rank_(rank), size_(size) {}
+  std::string_view kind() const override { return "loopback"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localRank() const override { return rank_; }
+  int localSize() const override { return size_; }
+  Expected<int64_t> startAllReduce(void *, int64_t, comm::DataType, comm::ReduceOp,
+                                   std::string_view what) override {
+    return fail(std::string(what) + ": no all-reduce here");
+  }
+  Status wait(int64_t) override { return Status::success(); }
+  Status broadcast(void *, int64_t, int, std::string_view what) override {
+    return fail(std::string(what) + ": no broadcast here");
+  }
+  Status allGather(const void *, int64_t, void *, std::string_view what) override {
+    return fail(std::string(what) + ": no all-gather here");
+  }
+  Status send(const void *data, int64_t bytes, int peer, std::string_view what) override {
+    return startSend(data, bytes, peer, what).status();
+  }
+  Status receive(void *data, int64_t bytes, int peer, std::string_view what) override {
+    return startReceive(data, bytes, peer, what).status();
+  }
+  Expected<int64_t> startSend(const void *data, int64_t bytes, int peer, std::string_view) override {
+    const char *at = static_cast<const char *>(data);
+    wires_.queues[{rank_, peer}].emplace_back(at, at + bytes);
+    ++sent;
+    return int64_t{0};
+  }
+  Expected<int64_t> startReceive(void *data, int64_t bytes, int peer, std::string_view what) override {
+    auto &queue = wires_.queues[{peer, rank_}];
+    if (queue.empty())
+      return fail(fmt::format("{}: rank {} sent nothing", what, peer));
+    if (static_cast<int64_t>(queue.front().size()) != bytes)
+      return fail(fmt::format("{}: {} bytes sent, {} expected", what, queue.front().size(), bytes));
+    std::memcpy(data, queue.front().data(), static_cast<size_t>(bytes));
+    queue.pop_front();
+    return int64_t{0};
+  }
+  Status barrier(std::string_view) override { return Status::success(); }
+  int64_t sent = 0;
+
+private:
+  Wires &wires_;
+  int rank_, size_;
+};
+
+/// Runs every stage's `kind` schedule of `microBatches` micro-batches:
+/// `act(stage, action)` runs one action, and an action that receives runs
+/// once its neighbour has sent (the loopback queue from it holds something).
+/// An error names the stage that failed, or that never got what it waits for.
+inline Status runSchedules(train::PipelineScheduleKind kind, int stages, int microBatches, Wires &wires,
+                           const std::function<Status(int, const train::PipelineAction &)> &act) {
+  std::vector<std::vector<train::PipelineAction>> order;
+  std::vector<size_t> next(size_t(stages), 0);
+  for (int s = 0; s < stages; ++s)
+    order.push_back(train::stageSchedule(kind, stages, s, microBatches));
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (int s = 0; s < stages; ++s) {
+      if (next[size_t(s)] == order[size_t(s)].size())
+        continue;
+      const train::PipelineAction &a = order[size_t(s)][next[size_t(s)]];
+      const int from = a.backward ? s + 1 : s - 1;
+      if (from >= 0 && from < stages && wires.queues[{from, s}].empty())
+        continue; // waits for its neighbour
+      if (Status done = act(s, a); !done)
+        return fail(fmt::format("stage {}: {}", s, done.message()));
+      ++next[size_t(s)];
+      progressed = true;
+    }
+  }
+  for (int s = 0; s < stages; ++s)
+    if (next[size_t(s)] != order[size_t(s)].size())
+      return fail(fmt::format("stage {} never got what it waits for", s));
+  return Status::success();
+}
+
+} // namespace netc::numeric
