@@ -57,11 +57,12 @@ Step<int64_t> microBatchesFor(const TrainSettings &s, int64_t batch, int stages,
   return best;
 }
 
-/// The cost table the cuts are priced on: --cost-model's, else the CPU's
-/// (netc show --partition's default, so that both cut alike).
+/// The cost table the cuts are priced on: --cost-model's, else the
+/// device's default (the GPU's on --device cuda, as the run's estimate
+/// takes); the header names it in the equivalent netc show command.
 Expected<cost::CostTable> cutTable(const TrainSettings &s, std::string &label) {
-  return chooseCostTable(s.costModel.empty() || s.costModel == "none" ? std::string("cpu") : s.costModel,
-                         "cpu", label);
+  const std::string_view device = s.backend == "cuda" ? std::string_view("cuda") : std::string_view(s.device);
+  return chooseCostTable(s.costModel == "none" ? std::string() : s.costModel, device, label);
 }
 
 } // namespace
@@ -205,10 +206,11 @@ Step<std::optional<PipelineLayout>> settlePipeline(const TrainSettings &s, const
     if (layout.cutBy.empty())
       layout.cutBy = fmt::format(
           "the partition pass on cost table '{}' (as netc show --partition {} --batch {} "
-          "--micro-batches {}{})",
+          "--micro-batches {}{}{})",
           tableLabel, stages, s.batch, layout.microBatches,
           s.optimizer == Optimizer::Sgd ? std::string()
-                                        : fmt::format(" --optimizer {}", optimizerName(s.optimizer)));
+                                        : fmt::format(" --optimizer {}", optimizerName(s.optimizer)),
+          tableLabel == kDefaultCpuCostTable ? std::string() : fmt::format(" --cost-model {}", tableLabel));
   }
   layout.wholePlan = std::move(*wholePlan);
   return std::optional<PipelineLayout>(std::move(layout));
