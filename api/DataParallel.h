@@ -34,9 +34,10 @@ Expected<std::shared_ptr<comm::Communicator>> joinCommunicator(const Launch &lau
 /// The GPUs a pipeline's ranks share (0: a GPU each). Under a launcher
 /// (mpirun, srun), a pipeline on --device cuda[:N] with more ranks on this
 /// machine than it has GPUs from N on runs local rank r on GPU N + (r mod
-/// that count), and the job's data goes through the host (MPI), since NCCL
-/// cannot join two ranks on one GPU (on every machine: joinCommunicator). A job netc starts itself with a GPU
-/// for each rank (its job id set) never shares.
+/// that count), and the job's data goes through the host (MPI) on every
+/// machine (joinCommunicator), since NCCL cannot join two ranks on one GPU.
+/// A job netc starts itself with a GPU for each rank (its job id set) never
+/// shares.
 int sharedGpus(const Launch &launch, std::string_view device, std::string_view backend, bool pipeline);
 /// sharedGpus's rule: `localRanks` ranks on a machine of `deviceCount` GPUs
 /// from GPU `firstGpu` on share them when they outnumber them.
