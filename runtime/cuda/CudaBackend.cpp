@@ -382,9 +382,12 @@ public:
     if (!error_.ok())
       return takeError();
     if (ncclStages_) {
-      // The held sends go alone, and the host waits for them: what comes
-      // next (the loss verdict, another evaluation batch's inputs) may use
-      // the communicator or overwrite what they send.
+      // The held sends go alone, and the host waits for them: the next
+      // inputs are copied in on another stream, which may overwrite what
+      // they send. (The loss verdict and the other host operations follow
+      // them on the communicator's stream anyway.)
+      if (held_.empty())
+        return Status::success();
       std::vector<cuda::NcclTransfer> held = std::move(held_);
       held_.clear();
       if (Status s = communication_.transferGroup(held, slotAddress(), stream_); !s)
