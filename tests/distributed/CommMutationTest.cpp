@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
 namespace netc::comm {
@@ -51,11 +52,15 @@ std::string mutate(std::string text, std::mt19937_64 &rng) {
 
 TEST(CommMutation, CheckIns) {
   std::mt19937_64 rng(12);
-  const std::string seed =
-      encodeCheckIn({true, 3, 17, 4000, 9, "all-reduce of gradient bucket 2 (1,024 values)"});
+  // A reply, and a reply in turn (from a wait in another communicator).
+  CheckIn turn{true, 4, 2, 3999, 9, "receive of the values of 'Hid3' from stage 0"};
+  turn.inTurn = true;
+  const std::array<std::string, 2> seeds = {
+      encodeCheckIn({true, 3, 17, 4000, 9, "all-reduce of gradient bucket 2 (1,024 values)"}),
+      encodeCheckIn(turn)};
   int accepted = 0;
   for (int i = 0; i < kMutants; ++i) {
-    const std::string mutant = mutate(seed, rng);
+    const std::string mutant = mutate(seeds[static_cast<size_t>(i) % seeds.size()], rng);
     auto c = decodeCheckIn(mutant);
     if (c) {
       ++accepted;

@@ -240,6 +240,18 @@ std::vector<Network> networks() {
           {"skip", kSkipNet, {{"C"}, {"B", "D"}, {"B", "C", "D"}}}};
 }
 
+/// Stage `stage` of `net` cut as `stageOf`, with gradient accumulation
+/// (a pipeline's), and the data-parallel all-reduces when `replicas`.
+Expected<plan::Plan> stagePlan(const ir::Network &net, const std::vector<int> &stageOf, int stage,
+                               bool replicas = false) {
+  plan::PlanOptions options;
+  options.accumulateGradients = true;
+  options.replicaSync = replicas ? plan::ReplicaSync::AllReduceGradients : plan::ReplicaSync::None;
+  options.stageOf = stageOf;
+  options.stage = stage;
+  return plan::buildPlan(net, options);
+}
+
 /// How often held sends went alone because memory they read would be
 /// written first (the plans' memory reuse makes it common).
 int gHeldAlone = 0;
@@ -250,12 +262,7 @@ std::vector<std::vector<Group>> pipelineCalls(const ir::Network &net, const std:
                                               const std::vector<int64_t> &sizes, bool replicas, Issue issue) {
   std::vector<std::vector<Group>> out;
   for (int s = 0; s < stages; ++s) {
-    plan::PlanOptions options;
-    options.accumulateGradients = true;
-    options.replicaSync = replicas ? plan::ReplicaSync::AllReduceGradients : plan::ReplicaSync::None;
-    options.stageOf = stageOf;
-    options.stage = s;
-    auto built = plan::buildPlan(net, options);
+    auto built = stagePlan(net, stageOf, s, replicas);
     EXPECT_TRUE(built.ok()) << built.message();
     if (!built.ok())
       return {};
@@ -324,11 +331,7 @@ TEST(NcclTransfers, HeldSendsGoFirstWhenAnOpWritesTheirBuffer) {
   ASSERT_EQ(compiled->diags.errorCount(), 0u);
   auto stageOf = cost::stagesFromCuts(compiled->network, {"C"});
   ASSERT_TRUE(stageOf.ok());
-  plan::PlanOptions options;
-  options.accumulateGradients = true;
-  options.stageOf = *stageOf;
-  options.stage = 0;
-  auto plan = plan::buildPlan(compiled->network, options);
+  auto plan = stagePlan(compiled->network, *stageOf, 0);
   ASSERT_TRUE(plan.ok()) << plan.message();
   // Stage 0's forward closes with its sends: held, none issued.
   auto forward = runtime::cuda::ncclTransferRun(*plan, 0, plan->forwardEnd, 4, 1, {});
@@ -382,10 +385,7 @@ TEST(NcclTransfers, ATransferWithoutItsPeerIsRefused) {
   ASSERT_EQ(compiled->diags.errorCount(), 0u);
   auto stageOf = cost::stagesFromCuts(compiled->network, {"C"});
   ASSERT_TRUE(stageOf.ok());
-  plan::PlanOptions options;
-  options.stageOf = *stageOf;
-  options.stage = 1;
-  auto plan = plan::buildPlan(compiled->network, options);
+  auto plan = stagePlan(compiled->network, *stageOf, 1);
   ASSERT_TRUE(plan.ok()) << plan.message();
   for (plan::Op &op : plan->ops)
     if (op.kind == plan::OpKind::Receive) {
@@ -404,11 +404,7 @@ TEST(NcclTransfers, ActivationSlotsOfTheDeviceLayoutNeverOverlap) {
   auto stageOf = cost::stagesFromCuts(compiled->network, {"Pool1", "Full3"});
   ASSERT_TRUE(stageOf.ok()) << stageOf.message();
   for (int s = 0; s < 3; ++s) {
-    plan::PlanOptions options;
-    options.accumulateGradients = true;
-    options.stageOf = *stageOf;
-    options.stage = s;
-    auto plan = plan::buildPlan(compiled->network, options);
+    auto plan = stagePlan(compiled->network, *stageOf, s);
     ASSERT_TRUE(plan.ok()) << plan.message();
     plan->activationSlots = plan->inputSlots =
         train::activationSlots(train::PipelineScheduleKind::OneForwardOneBackward, 3, s, 8);
