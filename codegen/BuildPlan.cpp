@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <queue>
 
@@ -72,13 +73,25 @@ public:
         if (opRole(op.kind) == OpRole::Backward && !op.out.empty() &&
             plan_.buffers[static_cast<size_t>(op.out[0])].role == BufferRole::ParameterGrad)
           op.accumulate = true;
-    if (!options_.stageOf.empty()) {
+    const bool split = std::any_of(options_.splitParts.begin(), options_.splitParts.end(),
+                                   [](int parts) { return parts > 1; });
+    if (!options_.stageOf.empty() || split) {
       if (!options_.training)
-        return fail("only a training plan is cut into pipeline stages");
-      auto remap = keepStage(plan_, net_, options_.stageOf, options_.stage);
+        return fail(split ? "only a training plan is split over ranks"
+                          : "only a training plan is cut into pipeline stages");
+      // A split without stages: the whole network is one stage.
+      const std::vector<int> stageOf =
+          options_.stageOf.empty() ? std::vector<int>(net_.layers.size(), 0) : options_.stageOf;
+      auto widths = stageWidths(net_, stageOf, options_.splitParts);
+      if (!widths)
+        return widths.error();
+      auto remap = keepStage(plan_, net_, stageOf, options_.stage, *widths, options_.part);
       if (!remap)
         return remap.error();
       keepStageTables(*remap);
+      if (split)
+        if (Status s = keepPart(plan_, net_, stageOf, options_.splitParts, options_.part); !s)
+          return Error{s.message()};
     }
     planArenas(plan_, options_.bucketBytes);
     if (accumulating) // the zeroing covers the whole gradient arena
@@ -449,7 +462,7 @@ private:
     case ir::KernelKind::Dense:
       op.kind = OpKind::Dense;
       op.in = {x, parameterBuffer({l, b})};
-      op.attrs = DenseAttrs{src.nodes, layer.nodes};
+      op.attrs = DenseAttrs{src.nodes, layer.nodes, denseBlockSize(layer.nodes)};
       break;
     case ir::KernelKind::Sparse:
       op.kind = OpKind::Sparse;

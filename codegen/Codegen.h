@@ -44,6 +44,12 @@ struct PlanOptions {
   /// whole network.
   std::vector<int> stageOf = {};
   int stage = 0;
+  /// Layers split over the ranks of their stage (`--split LAYER:S`): S per
+  /// layer of the network (0 or 1: whole), and which part of its stage
+  /// this plan is (codegen/PlanSplit.cpp). Empty: no split. A split without
+  /// stageOf makes the whole network one stage.
+  std::vector<int> splitParts = {};
+  int part = 0;
 };
 
 /// How many state arrays `rule`'s optimizer keeps per parameter
@@ -67,17 +73,65 @@ Expected<Plan> buildPlan(const ir::Network &network, const PlanOptions &options 
 /// batch that fits. `purpose` starts the message, e.g. "training at batch".
 Status checkPlanFits(const Plan &plan, int64_t batch, uint64_t maxMemoryBytes);
 
+/// The ranks of each stage of a pipeline: S for the stage that holds the
+/// layers split over S ranks (`--split`), 1 for the others. An error names
+/// the layers when split layers ask for different S or lie in different
+/// stages (a pipeline's ranks are then the stages + S - 1 whatever the cuts).
+Expected<std::vector<int>> stageWidths(const ir::Network &network, const std::vector<int> &stageOf,
+                                       const std::vector<int> &splitParts);
+
+/// The rank of part `part` of stage `stage` in its pipeline's communicator:
+/// stage s holds widths[s] consecutive ranks (empty widths: one each).
+int pipelineRank(const std::vector<int> &widths, int stage, int part);
+
 /// Keeps only pipeline stage `stage` of a training plan whose forward, loss
 /// and backward ops are complete (arenas, update and memory not yet
 /// planned): its layers' ops, parameters and buffers, with a receive at the
 /// start of its forward pass for each layer's values an earlier stage
 /// makes and it or a later one reads, a send at the end of it for each it
 /// passes on, and the same for their gradients backward
-/// (codegen/PlanStages.cpp). Returns each old buffer's new index (-1:
-/// dropped). An error names the layers when the cut separates tied
-/// weights, an input from the first stage or the output from the last.
+/// (codegen/PlanStages.cpp). With `widths` (stageWidths; empty: one rank a
+/// stage) this is part `part` of its stage: every part receives from the
+/// neighbours' part 0, and only part 0 sends, to every part of the
+/// neighbour. Returns each old buffer's new index (-1: dropped). An error
+/// names the layers when the cut separates tied weights, an input from the
+/// first stage or the output from the last.
 Expected<std::vector<int>> keepStage(Plan &plan, const ir::Network &network, const std::vector<int> &stageOf,
-                                     int stage);
+                                     int stage, const std::vector<int> &widths = {}, int part = 0);
+
+/// The most ranks one layer is split over (`--split LAYER:S`).
+inline constexpr int kMaxSplitRanks = 1024;
+/// One `--split LAYER:S`.
+struct SplitSpec {
+  std::string layer;
+  int parts = 0;
+};
+/// Reads "LAYER:S" (S from 2 to kMaxSplitRanks); the error says what is wrong.
+Expected<SplitSpec> parseSplitSpec(std::string_view text);
+/// The parts of every layer of `network` that `specs` split (0: whole),
+/// for PlanOptions::splitParts; an error names a layer the network lacks
+/// (with the nearest name) or one named twice.
+Expected<std::vector<int>> splitPartsOf(const ir::Network &network, const std::vector<std::string> &specs);
+
+/// The nodes each of `parts` ranks computes of a dense layer of `nodes`
+/// split over them: part t holds [first[t], first[t + 1]) (parts + 1
+/// entries), whole blocks of plan::denseBlockSize so that its products are
+/// those one process computes, as evenly as the blocks allow. An error says
+/// how many parts the layer's blocks allow.
+Expected<std::vector<int64_t>> splitNodes(int64_t nodes, int parts);
+
+/// Keeps only part `part` of a stage plan (after keepStage) whose layers
+/// `splitParts` splits (codegen/PlanSplit.cpp): each split layer's weights
+/// and biases keep the part's rows, its dense ops compute the part's nodes,
+/// the parts exchange them and put the layer's values together
+/// (concat-nodes), and backward each part takes its nodes of the layer's
+/// gradient, computes its weights' gradients and adds its share of the
+/// input gradient to the sum the previous part passes on, the last part
+/// sending the whole back. Every other op runs whole on every part. An
+/// error names the layer when it cannot be split: not fully connected, an
+/// input, tied weights, or too few blocks for its parts.
+Status keepPart(Plan &plan, const ir::Network &network, const std::vector<int> &stageOf,
+                const std::vector<int> &splitParts, int part);
 
 /// Appends the backward ops of the forward ops (codegen/Autodiff.cpp).
 void appendBackward(Plan &plan);

@@ -35,8 +35,12 @@ WorkMeasure workMeasure(OpKind kind) {
   }
 }
 
+OpKind rateKind(OpKind kind) {
+  return kind == OpKind::ConcatNodes ? OpKind::SliceInput : kind;
+}
+
 bool hasRate(OpKind kind) {
-  return plan::opRole(kind) != plan::OpRole::Communication;
+  return plan::opRole(kind) != plan::OpRole::Communication && rateKind(kind) == kind;
 }
 
 namespace {
@@ -120,9 +124,9 @@ OpWork opWork(const plan::Plan &plan, const plan::Op &op) {
 
 double opMicroseconds(const plan::Plan &plan, size_t index, const ComputeProfile &profile, int64_t batch) {
   const plan::Op &op = plan.ops[index];
-  if (!hasRate(op.kind))
+  if (!hasRate(rateKind(op.kind)))
     return 0;
-  auto found = profile.ops.find(op.kind);
+  auto found = profile.ops.find(rateKind(op.kind));
   if (found == profile.ops.end())
     return 0;
   return opMicroseconds(op.kind, opWork(plan, op), found->second, batch);

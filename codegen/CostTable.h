@@ -27,8 +27,12 @@ enum class WorkMeasure { Flops, Bytes };
 /// The measure of `kind` (one definition: codegen/CostModel.cpp).
 WorkMeasure workMeasure(plan::OpKind kind);
 /// Whether the table has (and must have) a rate for `kind`: every op but the
-/// communication ops, whose time the links give.
+/// communication ops, whose time the links give, and the ops priced as
+/// another (rateKind).
 bool hasRate(plan::OpKind kind);
+/// The op whose rate prices `kind`: itself, or for concat-nodes (a copy of
+/// a batch of nodes, new since tables were first calibrated) slice-input's.
+plan::OpKind rateKind(plan::OpKind kind);
 
 /// time = overheadUs + work / rate (+ bytes / byteRate), with work in FLOPs
 /// or bytes (workMeasure). An arithmetic op's byteRate adds the time its

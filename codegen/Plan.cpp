@@ -53,11 +53,26 @@ std::string communicationName(const Plan &plan, const Op &op) {
   if (const auto *t = std::get_if<TransferAttrs>(&op.attrs)) {
     const bool send = op.kind == OpKind::Send;
     const Buffer &b = plan.buffers[static_cast<size_t>(send ? op.in[0] : op.out[0])];
-    return fmt::format("{} of {} '{}' {} stage {}", send ? "send" : "receive",
-                       t->gradient ? "the gradient of" : "the values of",
-                       t->gradient && b.gradientOf >= 0 ? plan.buffers[static_cast<size_t>(b.gradientOf)].name
-                                                        : b.name,
-                       send ? "to" : "from", t->peer);
+    const std::string &of =
+        t->gradient() && b.gradientOf >= 0 ? plan.buffers[static_cast<size_t>(b.gradientOf)].name : b.name;
+    const std::string peer =
+        t->peerStage != plan.stage
+            ? fmt::format("stage {}{}", t->peerStage,
+                          t->peerPart > 0 ? fmt::format(" (part {})", t->peerPart) : std::string())
+            : fmt::format("part {}", t->peerPart);
+    const char *to = send ? "to" : "from";
+    switch (t->what) {
+    case TransferKind::Values:
+    case TransferKind::Gradient:
+      return fmt::format("{} of {} '{}' {} {}", send ? "send" : "receive",
+                         t->gradient() ? "the gradient of" : "the values of", of, to, peer);
+    case TransferKind::Part:
+      return fmt::format("{} of {} '{}' {} {}", send ? "send" : "receive",
+                         send ? "this part of" : "a part of", of, to, peer);
+    case TransferKind::PartialGradient: // summed over the parts so far, or (from the last) all of them
+      return fmt::format("{} of the gradient of '{}' summed over the parts {} {}", send ? "send" : "receive",
+                         of, to, peer);
+    }
   }
   const CommAttrs &a = op.get<CommAttrs>();
   const std::string values = groupDigits(a.count);
@@ -84,6 +99,13 @@ std::string_view lossName(LossKind kind) {
   case LossKind::SquaredError: return "squared-error";
   }
   return "squared-error";
+}
+
+int64_t denseBlockSize(int64_t outputs) {
+  if (outputs <= kMaxDenseBlock)
+    return 0;
+  const int64_t blocks = (outputs + kMaxDenseBlock - 1) / kMaxDenseBlock;
+  return (outputs + blocks - 1) / blocks;
 }
 
 int Plan::addBuffer(Buffer buffer) {

@@ -16,6 +16,7 @@
 #include "codegen/UpdateRule.h"
 #include "ir/Network.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -99,9 +100,30 @@ struct NoAttrs {};
 struct SliceAttrs {
   int64_t offset = 0, width = 0, total = 0;
 };
+/// A dense op (and its two gradients; add-bias and bias-grad use `inputs` =
+/// `outputs` = the layer's nodes) over `outputs` destination nodes. Wide
+/// layers are computed `block` outputs at a time, one matrix product per
+/// block in order (0: all at once): the input gradient adds the blocks'
+/// products into dx one after another, each block's sum rounded on its own.
+/// A layer split over the ranks of a pipeline stage (`--split`,
+/// codegen/PlanSplit.cpp) gives each rank whole blocks, so that its products
+/// and the running sum it passes on are those one process computes.
 struct DenseAttrs {
   int64_t inputs = 0, outputs = 0;
+  int64_t block = 0;
 };
+/// A dense op computes at most this many outputs in one product.
+inline constexpr int64_t kMaxDenseBlock = 1024;
+/// The block of a dense op over `outputs` nodes: the fewest blocks of at
+/// most kMaxDenseBlock, of equal size but the last; 0 (one product) for
+/// kMaxDenseBlock nodes or fewer.
+int64_t denseBlockSize(int64_t outputs);
+/// Calls f(first, size) for each block of outputs of `a`, in order.
+template <class F> void forEachDenseBlock(const DenseAttrs &a, F &&f) {
+  const int64_t block = a.block > 0 ? a.block : a.outputs;
+  for (int64_t first = 0; first < a.outputs; first += block)
+    f(first, std::min(block, a.outputs - first));
+}
 struct SparseAttrs {
   int64_t inputs = 0, outputs = 0, edges = 0;
 };
@@ -160,15 +182,36 @@ struct CommAttrs {
   bool mean = false;
   int bucket = -1; // the gradient bucket it reduces (-1: not a bucket)
 };
-/// A send or receive between neighbouring pipeline stages (codegen/PlanStages.cpp):
-/// a layer's values (forward) or their gradient (backward), one micro-batch.
+/// What a send or receive moves (TransferAttrs).
+enum class TransferKind {
+  Values,   // a layer's values, to the next stage (forward)
+  Gradient, // their gradient, to the previous stage (backward)
+  /// One part of a split layer's values (`--split`), to the other parts of
+  /// its stage, which put the parts together (concat-nodes).
+  Part,
+  /// A split layer's input gradient summed over the parts so far, to the
+  /// next part, which adds its own; the last part sends the whole sum back
+  /// to the others.
+  PartialGradient,
+};
+/// A send or receive of one micro-batch between the ranks of a pipeline
+/// (codegen/PlanStages.cpp between neighbouring stages, codegen/PlanSplit.cpp
+/// between the parts of a stage whose layer is split over its ranks).
 struct TransferAttrs {
-  int peer = -1;  // the stage sent to or received from
+  /// The rank sent to or received from in the pipeline's communicator,
+  /// where stage s holds ranks [first, first + its parts) (pipelineRank).
+  int peer = -1;
   int layer = -1; // the network layer whose values (or their gradient) move
-  bool gradient = false;
+  TransferKind what = TransferKind::Values;
+  int peerStage = 0, peerPart = 0; // where the peer is, for messages
+  bool gradient() const { return what == TransferKind::Gradient || what == TransferKind::PartialGradient; }
+};
+/// Concat-nodes: the parts' node counts, in order (their sum is the output's nodes).
+struct ConcatAttrs {
+  std::vector<int64_t> widths;
 };
 using OpAttrs = std::variant<NoAttrs, SliceAttrs, DenseAttrs, SparseAttrs, ConvAttrs, WindowAttrs,
-                             ActivationAttrs, LossAttrs, UpdateAttrs, CommAttrs, TransferAttrs>;
+                             ActivationAttrs, LossAttrs, UpdateAttrs, CommAttrs, TransferAttrs, ConcatAttrs>;
 
 struct Op {
   OpKind kind = OpKind::Dense;
@@ -208,6 +251,12 @@ struct Parameter {
   /// plan holds some of them): the stages' checkpoint tensors, gathered, go
   /// into one file in the whole network's order.
   int networkIndex = 0;
+  /// A layer split over the ranks of its stage (`--split`) holds rows
+  /// [rowOffset, rowOffset + shape[0]) of the network's tensor of
+  /// `wholeRows` rows (checkpoints hold the whole; the stage's ranks send
+  /// rank 0 their rows); wholeRows 0: the whole tensor.
+  int64_t rowOffset = 0, wholeRows = 0;
+  bool isPart() const { return wholeRows > 0; }
   double gain = 1; // Xavier gain for the destination's function (4 for sigmoid, Glorot 2010)
   bool isBias = false;
   int kernelBias = -1; // convolution weights: the Parameter holding their kernel biases
@@ -274,6 +323,11 @@ struct Plan {
   /// A pipeline stage's plan: stage `stage` of `stages` (codegen/PlanStages.cpp);
   /// a whole network's plan is stage 0 of 1.
   int stage = 0, stages = 1;
+  /// A stage whose layers are split over its ranks (`--split`,
+  /// codegen/PlanSplit.cpp): this plan is part `part` of `parts`; every part
+  /// computes the stage's other layers whole, and only part 0 sends to the
+  /// neighbouring stages and counts the loss.
+  int part = 0, parts = 1;
   MemorySummary memory;
 
   int addBuffer(Buffer buffer);

@@ -46,7 +46,8 @@ std::string attributes(const Op &op) {
       return fmt::format(" offset={} width={}", a.offset, a.width);
     }
     std::string operator()(const DenseAttrs &a) const {
-      return fmt::format(" inputs={} outputs={}", a.inputs, a.outputs);
+      return fmt::format(" inputs={} outputs={}{}", a.inputs, a.outputs,
+                         a.block > 0 ? fmt::format(" block={}", a.block) : std::string());
     }
     std::string operator()(const SparseAttrs &a) const {
       return fmt::format(" inputs={} outputs={} edges={}", a.inputs, a.outputs, a.edges);
@@ -70,7 +71,17 @@ std::string attributes(const Op &op) {
                          a.bucket >= 0 ? fmt::format(" bucket={}", a.bucket) : std::string());
     }
     std::string operator()(const TransferAttrs &a) const {
-      return fmt::format(" {} stage={}", a.gradient ? "gradient" : "values", a.peer);
+      static constexpr std::string_view kWhat[] = {"values", "gradient", "part", "partial-gradient"};
+      const bool toPart = a.what == TransferKind::Part || a.what == TransferKind::PartialGradient ||
+                          a.peerPart > 0 || a.peer != a.peerStage;
+      return fmt::format(" {} stage={}{}", kWhat[static_cast<int>(a.what)], a.peerStage,
+                         toPart ? fmt::format(" part={} rank={}", a.peerPart, a.peer) : std::string());
+    }
+    std::string operator()(const ConcatAttrs &a) const {
+      std::string widths;
+      for (int64_t w : a.widths)
+        widths += fmt::format("{}{}", widths.empty() ? "" : ",", w);
+      return fmt::format(" widths={}", widths);
     }
     std::string operator()(const UpdateAttrs &a) const {
       return fmt::format(" optimizer={} count={} state-slots={}", optimizerName(a.rule.optimizer), a.count,

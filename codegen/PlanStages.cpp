@@ -8,7 +8,11 @@
 // own contributions to a received gradient in the order the whole plan
 // adds them, so that a pipeline computes the same bits as one process.
 // Receives open a stage's forward pass (and its backward pass); sends close
-// it; on each cut both sides list the layers in the same order.
+// it; on each cut both sides list the layers in the same order. A stage of
+// several ranks (a layer of it split over them, codegen/PlanSplit.cpp)
+// receives on each of them from the neighbour's first rank, and only its
+// first rank sends, to every rank of the neighbour: all its ranks hold the
+// same values and gradients at its cuts.
 #include "codegen/Codegen.h"
 
 #include <fmt/format.h>
@@ -31,8 +35,9 @@ struct Crossing {
 
 class StageCutter {
 public:
-  StageCutter(Plan &plan, const ir::Network &net, const std::vector<int> &stageOf, int stage)
-      : plan_(plan), net_(net), stageOf_(stageOf), stage_(stage) {}
+  StageCutter(Plan &plan, const ir::Network &net, const std::vector<int> &stageOf, int stage,
+              const std::vector<int> &widths, int part)
+      : plan_(plan), net_(net), stageOf_(stageOf), stage_(stage), widths_(widths), part_(part) {}
 
   Expected<std::vector<int>> cut() {
     if (Status s = check(); !s)
@@ -67,6 +72,12 @@ private:
     stages_ = 1 + *std::max_element(stageOf_.begin(), stageOf_.end());
     if (stage_ < 0 || stage_ >= stages_)
       return fail(fmt::format("stage {} does not exist: the partition has {} stage(s)", stage_, stages_));
+    if (!widths_.empty() && static_cast<int>(widths_.size()) != stages_)
+      return fail(fmt::format("the pipeline's layout gives ranks for {} stages; the partition has {}",
+                              widths_.size(), stages_));
+    if (part_ < 0 || part_ >= width(stage_))
+      return fail(
+          fmt::format("part {} of stage {} does not exist: it has {} rank(s)", part_, stage_, width(stage_)));
     for (int input : net_.inputs)
       if (stageOfLayer(input) != 0)
         return fail(fmt::format("the input layer '{}' must be in the first stage",
@@ -141,13 +152,23 @@ private:
       }
   }
 
-  Op transfer(OpKind kind, int buffer, int peer, const Crossing &c, bool gradient) const {
+  int width(int stage) const { return widths_.empty() ? 1 : widths_[static_cast<size_t>(stage)]; }
+
+  Op transfer(OpKind kind, int buffer, int peerStage, int peerPart, const Crossing &c, bool gradient) const {
     Op op;
     op.kind = kind;
     (kind == OpKind::Send ? op.in : op.out) = {buffer};
-    op.attrs = TransferAttrs{peer, c.layer, gradient};
+    op.attrs = TransferAttrs{pipelineRank(widths_, peerStage, peerPart), c.layer,
+                             gradient ? TransferKind::Gradient : TransferKind::Values, peerStage, peerPart};
     op.layer = c.layer;
     return op;
+  }
+
+  /// The stage's first rank sends to every rank of stage `to`; the others send nothing.
+  void sendTo(std::vector<Op> &ops, int to, int buffer, const Crossing &c, bool gradient) const {
+    if (part_ == 0)
+      for (int p = 0; p < width(to); ++p)
+        ops.push_back(transfer(OpKind::Send, buffer, to, p, c, gradient));
   }
 
   /// The stage's ops in the whole plan's order, with its receives and
@@ -165,21 +186,21 @@ private:
     plan_.stepBegin = ops.size();
     for (const Crossing &c : crossings_)
       if (c.producer < stage_ && stage_ <= c.lastReader)
-        ops.push_back(transfer(OpKind::Receive, c.values, stage_ - 1, c, false));
+        ops.push_back(transfer(OpKind::Receive, c.values, stage_ - 1, 0, c, false));
     keep(stepBegin, forwardEnd);
     for (const Crossing &c : crossings_)
       if (c.producer <= stage_ && stage_ < c.lastReader)
-        ops.push_back(transfer(OpKind::Send, c.values, stage_ + 1, c, false));
+        sendTo(ops, stage_ + 1, c.values, c, false);
     plan_.forwardEnd = ops.size();
     keep(forwardEnd, lossEnd);
     plan_.lossEnd = ops.size();
     for (const Crossing &c : crossings_)
       if (c.gradient >= 0 && c.producer <= stage_ && stage_ < c.lastWriter)
-        ops.push_back(transfer(OpKind::Receive, c.gradient, stage_ + 1, c, true));
+        ops.push_back(transfer(OpKind::Receive, c.gradient, stage_ + 1, 0, c, true));
     keep(lossEnd, backwardEnd);
     for (const Crossing &c : crossings_)
       if (c.gradient >= 0 && c.producer < stage_ && stage_ <= c.lastWriter)
-        ops.push_back(transfer(OpKind::Send, c.gradient, stage_ - 1, c, true));
+        sendTo(ops, stage_ - 1, c.gradient, c, true);
     plan_.backwardEnd = ops.size();
     keep(backwardEnd, plan_.ops.size());
     plan_.updateEnd = ops.size();
@@ -253,14 +274,25 @@ private:
   const ir::Network &net_;
   const std::vector<int> &stageOf_;
   int stage_ = 0, stages_ = 1;
+  const std::vector<int> &widths_;
+  int part_ = 0;
   std::vector<Crossing> crossings_;
 };
 
 } // namespace
 
+int pipelineRank(const std::vector<int> &widths, int stage, int part) {
+  if (widths.empty())
+    return stage + part;
+  int rank = 0;
+  for (int s = 0; s < stage && s < static_cast<int>(widths.size()); ++s)
+    rank += widths[static_cast<size_t>(s)];
+  return rank + part;
+}
+
 Expected<std::vector<int>> keepStage(Plan &plan, const ir::Network &network, const std::vector<int> &stageOf,
-                                     int stage) {
-  return StageCutter(plan, network, stageOf, stage).cut();
+                                     int stage, const std::vector<int> &widths, int part) {
+  return StageCutter(plan, network, stageOf, stage, widths, part).cut();
 }
 
 } // namespace netc::plan

@@ -252,30 +252,50 @@ void SliceInput(const KernelCall &c) {
     std::memcpy(y + i * c.lanes, x + (a.offset + i) * c.lanes, static_cast<size_t>(c.batch) * sizeof(float));
 }
 
-// Dense: with X [inputs × lanes] and Y [outputs × lanes], Y = W · X.
+// Each part's rows after the previous part's (feature-major: a part is a
+// run of whole rows).
+void ConcatNodes(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConcatAttrs>();
+  float *y = c.out();
+  for (size_t p = 0; p < a.widths.size(); ++p) {
+    std::memcpy(y, c.in(p), static_cast<size_t>(a.widths[p] * c.lanes) * sizeof(float));
+    y += a.widths[p] * c.lanes;
+  }
+}
+
+// Dense: with X [inputs × lanes] and Y [outputs × lanes], Y = W · X, one
+// product per block of outputs (plan::DenseAttrs::block).
 void Dense(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(a.outputs),
-              static_cast<int>(c.batch), static_cast<int>(a.inputs), 1.0f, c.in(1),
-              static_cast<int>(a.inputs), c.in(0), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f,
-              c.out(), static_cast<int>(c.lanes));
+  plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(size), static_cast<int>(c.batch),
+                static_cast<int>(a.inputs), 1.0f, c.in(1) + first * a.inputs, static_cast<int>(a.inputs),
+                c.in(0), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out() + first * c.lanes,
+                static_cast<int>(c.lanes));
+  });
 }
 
-// dW [outputs × inputs] = dY · Xᵀ over the batch columns.
+// dW [outputs × inputs] = dY · Xᵀ over the batch columns, block by block.
 void DenseGradWeights(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.outputs),
-              static_cast<int>(a.inputs), static_cast<int>(c.batch), 1.0f, c.in(0), static_cast<int>(c.lanes),
-              c.in(1), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out(),
-              static_cast<int>(a.inputs));
+  plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(size), static_cast<int>(a.inputs),
+                static_cast<int>(c.batch), 1.0f, c.in(0) + first * c.lanes, static_cast<int>(c.lanes),
+                c.in(1), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out() + first * a.inputs,
+                static_cast<int>(a.inputs));
+  });
 }
 
-// dX [inputs × lanes] = Wᵀ · dY.
+// dX [inputs × lanes] = Wᵀ · dY: each block of outputs' product added to
+// dX in turn (the first overwrites it unless the op accumulates).
 void DenseGradInput(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(a.inputs), static_cast<int>(c.batch),
-              static_cast<int>(a.outputs), 1.0f, c.in(1), static_cast<int>(a.inputs), c.in(0),
-              static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out(), static_cast<int>(c.lanes));
+  plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(a.inputs),
+                static_cast<int>(c.batch), static_cast<int>(size), 1.0f, c.in(1) + first * a.inputs,
+                static_cast<int>(a.inputs), c.in(0) + first * c.lanes, static_cast<int>(c.lanes),
+                c.op.accumulate || first > 0 ? 1.0f : 0.0f, c.out(), static_cast<int>(c.lanes));
+  });
 }
 
 void Sparse(const KernelCall &c) {

@@ -25,6 +25,21 @@ void SliceInput(const KernelCall &c) {
       c.out()[b * a.width + i] = c.in(0)[b * a.total + a.offset + i];
 }
 
+void ConcatNodes(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConcatAttrs>();
+  int64_t total = 0;
+  for (int64_t w : a.widths)
+    total += w;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    int64_t offset = 0;
+    for (size_t p = 0; p < a.widths.size(); ++p) {
+      for (int64_t i = 0; i < a.widths[p]; ++i)
+        c.out()[b * total + offset + i] = c.in(p)[b * a.widths[p] + i];
+      offset += a.widths[p];
+    }
+  }
+}
+
 void Dense(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   for (int64_t b = 0; b < c.batch; ++b)
@@ -47,15 +62,18 @@ void DenseGradWeights(const KernelCall &c) {
     }
 }
 
+// Each block of outputs' sum (in double) is added to dx in turn, rounded
+// once per block: the blocks' order and rounding of the fast kernel.
 void DenseGradInput(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t i = 0; i < a.inputs; ++i) {
-      double sum = 0;
-      for (int64_t o = 0; o < a.outputs; ++o)
-        sum += double(c.in(0)[b * a.outputs + o]) * c.in(1)[o * a.inputs + i];
-      store(c.out()[b * a.inputs + i], sum, c.op.accumulate);
-    }
+    for (int64_t i = 0; i < a.inputs; ++i)
+      plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
+        double sum = 0;
+        for (int64_t o = first; o < first + size; ++o)
+          sum += double(c.in(0)[b * a.outputs + o]) * c.in(1)[o * a.inputs + i];
+        store(c.out()[b * a.inputs + i], sum, c.op.accumulate || first > 0);
+      });
 }
 
 void Sparse(const KernelCall &c) {

@@ -49,7 +49,9 @@ int64_t sourceNode(const CudnnConvolution &c, int64_t item, int64_t channel, con
 template <class Body> void forEachTerm(const CudnnConvolution &c, Body body) {
   const int64_t perGroupIn = c.inChannels / c.groups, perGroupOut = c.outChannels / c.groups;
   const int64_t cells = product(c.kernel);
-  std::vector<int64_t> q(c.outExtent.size(), 0), cell(c.kernel.size(), 0);
+  std::vector<int64_t> q, cell;
+  q.resize(c.outExtent.size());
+  cell.resize(c.kernel.size());
   for (int64_t f = 0; f < c.fold; ++f)
     for (int64_t oc = 0; oc < c.outChannels; ++oc) {
       const int64_t group = oc / perGroupOut;

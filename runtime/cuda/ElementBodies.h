@@ -36,6 +36,18 @@ struct SliceBody {
   }
 };
 
+/// concat-nodes, one part: element i of the part [batch × width] into
+/// columns [offset, offset + width) of the layer [batch × total].
+struct PlaceBody {
+  const float *part;
+  float *out;
+  int64_t width, total, offset;
+  NETC_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t b = i / width, j = i % width;
+    out[b * total + offset + j] = part[i];
+  }
+};
+
 /// add-bias, element i of [batch × nodes]: y += bias per node.
 struct AddBiasBody {
   const float *bias;

@@ -27,9 +27,11 @@ struct GemmCall {
   float *c = nullptr;
 };
 
-/// The GEMM of a dense, dense-grad-weights or dense-grad-input op over
-/// `batch` samples, its buffers at buffers[buffer index].
-GemmCall denseGemm(const plan::Op &op, int64_t batch, void *const *buffers);
+/// The GEMM of outputs [first, first + size) -- one block
+/// (plan::forEachDenseBlock) -- of a dense, dense-grad-weights or
+/// dense-grad-input op over `batch` samples, its buffers at buffers[buffer
+/// index]; the input gradient's blocks after the first add to dx.
+GemmCall denseGemm(const plan::Op &op, int64_t batch, void *const *buffers, int64_t first, int64_t size);
 
 /// Evaluates `call` on the host exactly as cuBLAS defines it (in double, each
 /// result rounded once).

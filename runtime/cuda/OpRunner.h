@@ -5,7 +5,7 @@
 // and on the host in CI (HostLauncher: loops, the host GEMM evaluator), where
 // every op is compared with the reference kernels. A launcher provides
 //   elements(body, n)   body(i) for every i in [0, n)
-//   gemm(call)          one GemmCall
+//   gemm(call)          one GemmCall (a dense op makes one per block of outputs)
 //   zero(data, n)       n floats set to 0
 //   reduceMetrics(body) one block of kReduceLanes lanes running MetricsReduceBody
 // Buffers are sample-major at the loaded batch; `buffers` holds each plan
@@ -107,9 +107,24 @@ template <class Launcher> void runOp(const plan::Op &op, const OpResources &r, L
     launch.elements(SliceBody{in(0), out, a.width, a.total, a.offset}, batch * a.width);
     return;
   }
+  case OpKind::ConcatNodes: {
+    const auto &a = op.get<plan::ConcatAttrs>();
+    int64_t total = 0, offset = 0;
+    for (int64_t width : a.widths)
+      total += width;
+    for (size_t p = 0; p < a.widths.size(); ++p) {
+      launch.elements(PlaceBody{in(p), out, a.widths[p], total, offset}, batch * a.widths[p]);
+      offset += a.widths[p];
+    }
+    return;
+  }
   case OpKind::Dense:
   case OpKind::DenseGradWeights:
-  case OpKind::DenseGradInput: launch.gemm(denseGemm(op, batch, r.buffers)); return;
+  case OpKind::DenseGradInput:
+    plan::forEachDenseBlock(op.get<plan::DenseAttrs>(), [&](int64_t first, int64_t size) {
+      launch.gemm(denseGemm(op, batch, r.buffers, first, size));
+    });
+    return;
   case OpKind::Sparse: {
     const auto &a = op.get<plan::SparseAttrs>();
     launch.elements(SparseBody{in(0), in(1), out, {table(2), table(3), a.inputs, a.outputs}, acc},

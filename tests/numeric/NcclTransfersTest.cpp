@@ -127,7 +127,7 @@ private:
       const auto &a = op.get<plan::TransferAttrs>();
       EXPECT_EQ(t.peer, a.peer);
       EXPECT_EQ(t.send, op.kind == plan::OpKind::Send);
-      group.push_back(numbered({t.send, t.peer, t.count, a.layer, a.gradient, 0}));
+      group.push_back(numbered({t.send, t.peer, t.count, a.layer, a.gradient(), 0}));
     }
     groups.push_back(std::move(group));
   }
@@ -389,7 +389,9 @@ TEST(NcclTransfers, ATransferWithoutItsPeerIsRefused) {
   ASSERT_TRUE(plan.ok()) << plan.message();
   for (plan::Op &op : plan->ops)
     if (op.kind == plan::OpKind::Receive) {
-      op.attrs = plan::TransferAttrs{1, op.get<plan::TransferAttrs>().layer, false}; // itself
+      plan::TransferAttrs itself = op.get<plan::TransferAttrs>();
+      itself.peer = 1; // stage 1's own rank
+      op.attrs = itself;
       break;
     }
   auto made = runtime::cuda::ncclTransferRun(*plan, 0, plan->ops.size(), 2, 0, {});

@@ -1,13 +1,19 @@
 // PipelineLoopback.h -- pipeline stages inside one test process
-// (PipelineStagesTest.cpp on CPU backends, tests/gpu on the CUDA backend):
-// an in-memory communicator for the stages' sends and receives, and a
-// driver that runs every stage's schedule, each action as soon as what it
-// receives has been sent; and a small network whose skip connections cross
-// the cuts (values forwarded through a stage). Header-only.
+// (PipelineStagesTest.cpp and SplitPartsTest.cpp on CPU backends, tests/gpu
+// on the CUDA backend): an in-memory communicator for the stages' sends and
+// receives, and a driver that runs every stage's schedule, each action as
+// soon as what it receives has been sent; a small network whose skip
+// connections cross the cuts (values forwarded through a stage); and a
+// plan loaded on a one-thread CPU backend with its tensors read back.
+// Header-only.
 #pragma once
 
+#include "codegen/Plan.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/cpu/CpuBackend.h"
 #include "runtime/train/PipelineSchedule.h"
+
+#include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
@@ -15,9 +21,44 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace netc::numeric {
+
+/// A loaded plan on a one-thread CPU backend (the plan stays where the
+/// backend was loaded with it, however the StageMachine moves).
+struct StageMachine {
+  std::unique_ptr<plan::Plan> held;
+  std::unique_ptr<runtime::Backend> backend;
+  const plan::Plan &plan;
+  StageMachine(plan::Plan built, std::unique_ptr<runtime::Backend> b)
+      : held(std::make_unique<plan::Plan>(std::move(built))), backend(std::move(b)), plan(*held) {}
+};
+
+/// `built` loaded for batches of `batch` on the fast CPU kernels, or the reference ones.
+inline StageMachine loadStageMachine(plan::Plan built, int64_t batch, bool reference = false) {
+  StageMachine m(std::move(built), runtime::makeCpuBackend({1, 0, {}}, reference));
+  Status loaded = m.backend->load(m.plan, batch);
+  EXPECT_TRUE(loaded) << loaded.message();
+  return m;
+}
+
+/// Every parameter's values and optimizer state, by name ("NAME.stateS").
+inline std::map<std::string, std::vector<float>> tensorsOf(const StageMachine &m) {
+  std::map<std::string, std::vector<float>> out;
+  for (const plan::Parameter &p : m.plan.parameters) {
+    std::vector<float> values(static_cast<size_t>(p.count));
+    m.backend->read(p.buffer, values);
+    out[p.name] = values;
+    for (size_t s = 0; s < p.state.size(); ++s) {
+      m.backend->read(p.state[s], values);
+      out[fmt::format("{}.state{}", p.name, s)] = values;
+    }
+  }
+  return out;
+}
 
 /// Layers read two and three layers later: cut at C (or B and D), values
 /// and gradients pass through the stages in between.

@@ -29,38 +29,6 @@
 namespace netc::numeric {
 namespace {
 
-/// A loaded plan on a one-thread CPU backend (the plan stays where the
-/// backend was loaded with it, however the Machine moves).
-struct Machine {
-  std::unique_ptr<plan::Plan> held;
-  std::unique_ptr<runtime::Backend> backend;
-  const plan::Plan &plan;
-  Machine(plan::Plan built, std::unique_ptr<runtime::Backend> b)
-      : held(std::make_unique<plan::Plan>(std::move(built))), backend(std::move(b)), plan(*held) {}
-};
-
-Machine loadMachine(plan::Plan built, int64_t batch) {
-  Machine m(std::move(built), runtime::makeCpuBackend({1, 0, {}}));
-  Status loaded = m.backend->load(m.plan, batch);
-  EXPECT_TRUE(loaded) << loaded.message();
-  return m;
-}
-
-/// Every parameter's values and optimizer state, by name.
-std::map<std::string, std::vector<float>> tensorsOf(const Machine &m) {
-  std::map<std::string, std::vector<float>> out;
-  for (const plan::Parameter &p : m.plan.parameters) {
-    std::vector<float> values(static_cast<size_t>(p.count));
-    m.backend->read(p.buffer, values);
-    out[p.name] = values;
-    for (size_t s = 0; s < p.state.size(); ++s) {
-      m.backend->read(p.state[s], values);
-      out[fmt::format("{}.state{}", p.name, s)] = values;
-    }
-  }
-  return out;
-}
-
 struct PipelineCase {
   std::string name;
   std::string text;
@@ -125,8 +93,8 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
   options.accumulateGradients = true;
   auto whole = plan::buildPlan(net, options);
   ASSERT_TRUE(whole.ok()) << whole.message();
-  Machine one = loadMachine(std::move(*whole), micro);
-  std::vector<Machine> stage;
+  StageMachine one = loadStageMachine(std::move(*whole), micro);
+  std::vector<StageMachine> stage;
   Wires wires;
   std::vector<std::unique_ptr<LoopbackCommunicator>> links;
   for (int s = 0; s < stages; ++s) {
@@ -139,7 +107,7 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
       built->activationSlots = train::activationSlots(*c.schedule, stages, s, int(microBatches));
       built->inputSlots = built->activationSlots;
     }
-    stage.push_back(loadMachine(std::move(*built), micro));
+    stage.push_back(loadStageMachine(std::move(*built), micro));
     links.push_back(std::make_unique<LoopbackCommunicator>(wires, s, stages));
     stage.back().backend->attachStages(links.back().get());
   }
@@ -151,7 +119,7 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
   const train::InitOptions init{c.init, 0.1f, 7};
   train::initializeParameters(one.plan, *one.backend, init);
   std::map<std::string, std::vector<float>> initial, staged;
-  for (Machine &m : stage) {
+  for (StageMachine &m : stage) {
     train::initializeParameters(m.plan, *m.backend, init);
     staged.merge(tensorsOf(m));
   }
@@ -190,7 +158,7 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
     // backwardEnd) (the last stage's loss included), with the micro-batch's
     // inputs and activations in its slot.
     auto act = [&](int s, const train::PipelineAction &a) -> Status {
-      Machine &m = stage[size_t(s)];
+      StageMachine &m = stage[size_t(s)];
       train::writeStepScalars(m.plan, *m.backend, scalars);
       if (!a.backward && s == 0)
         m.backend->writeInput(a.slot, m.plan.features, x[size_t(a.microBatch)]);
@@ -229,7 +197,7 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
     EXPECT_GT(links[size_t(s)]->sent, 0) << "stage " << s << " sent nothing";
 
   staged.clear();
-  for (const Machine &m : stage)
+  for (const StageMachine &m : stage)
     staged.merge(tensorsOf(m));
   const auto trained = tensorsOf(one);
   ASSERT_EQ(trained.size(), staged.size());

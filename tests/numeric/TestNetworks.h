@@ -7,9 +7,9 @@
 // AvgOverFullKernel true and false, even kernels and padding, `where`
 // bundles, several bundles into one layer, several input layers, every
 // `share` form, all ten output functions on hidden layers and the three
-// losses. A seeded generator adds random convolution/pool/norm geometries.
-// Every op sits after a trainable layer, so each backward op's input
-// gradient reaches a parameter (the finite-difference test relies on it).
+// losses, and a layer computed in blocks of outputs. A seeded generator adds random convolution/pool/norm
+// geometries. Every op sits after a trainable layer, so each backward op's input gradient reaches a parameter
+// (the finite-difference test relies on it).
 #pragma once
 
 #include "codegen/Codegen.h"
@@ -31,13 +31,18 @@ struct NetCase {
   CompileOptions options;
   /// Plan it for gradient accumulation (a zero-gradients op, gradient ops that add).
   bool accumulate = false;
+  /// Plan part `part` of the layers split over the ranks (PlanOptions::splitParts, by layer index).
+  std::vector<int> splitParts = {};
+  int part = 0;
 };
 
 /// The training plan options of `net`: no memory reuse (every buffer keeps
-/// its value), accumulation as the case asks.
+/// its value), accumulation and the split part as the case asks.
 inline plan::PlanOptions planOptionsOf(const NetCase &net) {
   plan::PlanOptions options{true, {}, false};
   options.accumulateGradients = net.accumulate;
+  options.splitParts = net.splitParts;
+  options.part = net.part;
   return options;
 }
 
@@ -196,6 +201,15 @@ share { K1 => J1, K2 => J2 }
 share { H1 => W1, H2 => W2 }
 )";
 
+/// A layer wider than a dense op computes at once (plan::kMaxDenseBlock):
+/// W's products come in three blocks of outputs (684, 684 and 682), and the
+/// gradient of A adds them one after another.
+inline const char *kWideNet = R"(input X [5];
+hidden A [6] tanh from X all;
+hidden W [2050] tanh from A all;
+output O [3] softmax from W all;
+)";
+
 /// The fixed corpus: the structural networks plus the functions network
 /// under each kind of output (softmax, sigmoid, linear, another function;
 /// one-node binary and regression outputs).
@@ -216,6 +230,7 @@ inline std::vector<NetCase> fixedNetworks() {
       {"response_norm", kNormNet, {}},
       {"sparse", kSparseNet, {}},
       {"share", kShareNet, {}},
+      {"wide_blocks", kWideNet, {}},
   };
   return cases;
 }
@@ -349,6 +364,22 @@ inline std::vector<NetCase> parityCases(uint32_t randomCount = 24) {
   accumulating.name += "_accumulate";
   accumulating.accumulate = true;
   cases.push_back(accumulating);
+  return cases;
+}
+
+/// Parts of kWideNet's W split over three ranks (PlanSplit.cpp): the ops
+/// on a part's nodes -- dense and add-bias into a part, concat-nodes, the
+/// gradient's slice, the part's weight, bias and input gradients (part 1's
+/// adding to a received sum) -- op by op; the plans' sends and receives
+/// have no kernels and are left out there.
+inline std::vector<NetCase> splitPartCases() {
+  std::vector<NetCase> cases;
+  for (int part : {0, 1}) {
+    NetCase c{fmt::format("wide_part{}_of_3", part), kWideNet, {}};
+    c.splitParts = {0, 0, 3, 0};
+    c.part = part;
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 

@@ -2,7 +2,8 @@
 // [--after=PASS]`: stops after a stage and prints it as deterministic text
 // (golden tests). `plan` is the training plan (`--data-parallel` that of a
 // rank of a data-parallel job; `--partition K` or `--cut` with `--stage S`
-// that of one pipeline stage), `inference-plan` the forward ops only, `llvm`
+// that of one pipeline stage; `--split LAYER:S` with `--part P` that of one
+// rank of a stage whose layer is split over S ranks), `inference-plan` the forward ops only, `llvm`
 // the IR `netc build` compiles from the inference plan (weights as zeros),
 // through the LLVM plugin.
 #include "CommandSupport.h"
@@ -31,9 +32,11 @@ struct CompileArgs {
   uint64_t maxMemory = 0; // 0: the machine's memory
   std::string dataParallel = "none";
   double bucketMb = kDefaultBucketMb;
-  int partition = 0;             // --partition K: the partition pass's stages
-  std::vector<std::string> cuts; // --cut: a stage starts at each
-  int stage = 0;                 // --stage: which stage's plan
+  int partition = 0;               // --partition K: the partition pass's stages
+  std::vector<std::string> cuts;   // --cut: a stage starts at each
+  int stage = 0;                   // --stage: which stage's plan
+  std::vector<std::string> splits; // --split LAYER:S
+  int part = 0;                    // --part: which rank of the stage
 };
 
 /// The stage of every layer that --partition or --cut asks for (empty:
@@ -106,6 +109,15 @@ int runCompile(const CompileArgs &args) {
       }
       options.stageOf = std::move(*stages);
       options.stage = args.stage;
+      if (!args.splits.empty()) {
+        auto parts = plan::splitPartsOf(c->network, args.splits);
+        if (!parts) {
+          printError(parts.message());
+          return kUsageError;
+        }
+        options.splitParts = std::move(*parts);
+        options.part = args.part;
+      }
       auto built = plan::buildPlan(c->network, options);
       if (!built) {
         printDiagnostics(stderr, *c, args.colour.enabledFor(stderr));
@@ -168,6 +180,14 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--stage", args->stage, 0, kMaxPipelineStages - 1,
                    "With --partition or --cut: the stage whose plan to print (from 0)")
       ->capture_default_str();
+  cmd->add_option("--split", args->splits,
+                  "With --emit=plan: the plan of a rank of a stage whose layer's nodes are split over S "
+                  "ranks (as netc train --split)")
+      ->delimiter(',')
+      ->type_name("LAYER:S[,LAYER:S...]");
+  addIntegerOption(*cmd, "--part", args->part, 0, plan::kMaxSplitRanks - 1,
+                   "With --split: which rank of the split stage (from 0)")
+      ->capture_default_str();
   args->compile.addTo(*cmd);
   addMaxMemoryOption(*cmd, args->maxMemory);
   args->colour.addTo(*cmd);
@@ -179,6 +199,16 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
     }
     if ((args->partition > 0 || !args->cuts.empty()) && args->emit != "plan") {
       printError("--partition and --cut are for --emit=plan (a pipeline stage's training plan)");
+      exitCode = kUsageError;
+      return;
+    }
+    if (!args->splits.empty() && args->emit != "plan") {
+      printError("--split is for --emit=plan (the training plan of a rank of a split stage)");
+      exitCode = kUsageError;
+      return;
+    }
+    if (args->part > 0 && args->splits.empty()) {
+      printError("--part is for a rank of a split stage: give --split LAYER:S too");
       exitCode = kUsageError;
       return;
     }

@@ -1,0 +1,302 @@
+// SplitPartsTest.cpp -- a layer split over the ranks of its stage
+// (codegen/PlanSplit.cpp, `netc train --split`) computes the same bits as
+// one process. Every rank of a pipeline (each stage's parts) runs its plan
+// on a CPU backend of its own in this process, joined by an in-memory
+// communicator; a driver runs the ranks' ops one at a time, a receive as
+// soon as its peer has sent, so that the parts' exchanges inside a forward
+// or backward pass happen as they would between processes. The whole
+// network's plan runs the same micro-batches with gradient accumulation.
+// After two optimizer steps every parameter's rows, gathered from the
+// parts, its optimizer state and the loss sums must be identical; so must
+// the initial values, which each part draws from its rows' place in the
+// network's one random sequence. Both the fast kernels and the reference
+// ones (whose input gradient also adds the blocks one by one) are checked.
+#include "PipelineLoopback.h"
+#include "PlanHarness.h"
+
+#include "codegen/Codegen.h"
+#include "codegen/Partition.h"
+#include "runtime/cpu/CpuBackend.h"
+#include "runtime/optim/Optimizer.h"
+#include "runtime/train/Evaluate.h"
+#include "runtime/train/ModelState.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+
+namespace netc::numeric {
+namespace {
+
+/// Every tensor of the machines (values, then each optimizer slot), by
+/// name, in the whole network's shapes: a split parameter's rows put
+/// together from its parts, the others taken from the first rank holding
+/// them -- and every other copy must be the same bits.
+std::map<std::string, std::vector<float>> wholeTensors(const std::vector<StageMachine> &machines) {
+  std::map<std::string, std::vector<float>> out;
+  for (const StageMachine &m : machines)
+    for (const plan::Parameter &p : m.plan.parameters) {
+      std::vector<int> buffers = {p.buffer};
+      buffers.insert(buffers.end(), p.state.begin(), p.state.end());
+      for (size_t slot = 0; slot < buffers.size(); ++slot) {
+        const std::string name = slot == 0 ? p.name : fmt::format("{}.state{}", p.name, slot - 1);
+        std::vector<float> values(static_cast<size_t>(p.count));
+        m.backend->read(buffers[slot], values);
+        if (!p.isPart()) {
+          if (auto it = out.find(name); it != out.end())
+            EXPECT_TRUE(bitIdentical("copy of " + name, values, it->second));
+          else
+            out[name] = values;
+          continue;
+        }
+        const int64_t row = p.count / p.shape[0];
+        std::vector<float> &whole = out[name];
+        whole.resize(static_cast<size_t>(p.wholeRows * row), std::nanf(""));
+        std::copy(values.begin(), values.end(), whole.begin() + static_cast<ptrdiff_t>(p.rowOffset * row));
+      }
+    }
+  return out;
+}
+
+/// One op of a rank's step, with what runs before the first op of its
+/// micro-batch's pass (the step scalars, the inputs).
+struct RankOp {
+  size_t op;
+  int64_t batch;
+  std::function<void()> before;
+};
+
+/// Runs every rank's ops in turn, one at a time: a receive waits until its
+/// peer has sent (the loopback queue from it holds something). An error
+/// names the rank whose op failed, or the ranks that wait for one another.
+Status runRanks(std::vector<StageMachine> &ranks, const std::vector<std::vector<RankOp>> &work,
+                Wires &wires) {
+  std::vector<size_t> next(ranks.size(), 0);
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (size_t r = 0; r < ranks.size(); ++r)
+      while (next[r] < work[r].size()) {
+        const RankOp &item = work[r][next[r]];
+        const plan::Op &op = ranks[r].plan.ops[item.op];
+        if (op.kind == plan::OpKind::Receive &&
+            wires.queues[{op.get<plan::TransferAttrs>().peer, static_cast<int>(r)}].empty())
+          break; // its peer has not sent yet
+        if (item.before)
+          item.before();
+        if (Status s = ranks[r].backend->run(item.op, item.op + 1, item.batch, 0, 0); !s)
+          return fail(fmt::format("rank {}, op {} ({}): {}", r, item.op, plan::opName(op.kind), s.message()));
+        ++next[r];
+        progressed = true;
+      }
+  }
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (next[r] != work[r].size())
+      return fail(
+          fmt::format("rank {} waits at op {} for a message that never comes", r, work[r][next[r]].op));
+  return Status::success();
+}
+
+struct SplitCase {
+  std::string name;
+  std::string text;
+  std::vector<std::string> splits;
+  std::vector<std::string> cuts;
+  plan::OptimizerKind optimizer = plan::OptimizerKind::Sgd;
+  train::InitKind init = train::InitKind::Uniform;
+  bool reference = false; // the reference kernels (sample-major, double sums)
+};
+
+void PrintTo(const SplitCase &c, std::ostream *out) {
+  *out << c.name;
+}
+
+/// W (2,050 nodes) is computed in three blocks of outputs; its input
+/// gradient is A's, which goes on to A's own weights.
+const char *kSplitNet = R"(input X [5];
+hidden A [6] tanh from X all;
+hidden W [2050] sigmoid from A all;
+output O [3] softmax from W all;
+)";
+
+/// A split layer of two bundles whose sources' gradients both flow on, a
+/// layer after it reading it and one before it, and a split output layer
+/// (softmax over its whole, linear: the loss reads the parts put together).
+const char *kTwoBundles = R"(input X [4];
+hidden A [5] tanh from X all;
+hidden B [3] rlinear from X all;
+hidden W [2100] tanh { from A all; from B all; }
+hidden C [4] sigmoid { from W all; from A all; }
+output O [1030] softmax { from C all; from W all; }
+)";
+
+/// Linear output layer split (its values are its pre-activation values).
+const char *kLinearOutput = R"(input X [3];
+hidden A [4] tanh from X all;
+output O [1500] linear from A all;
+)";
+
+/// Given weights and biases on the split layer (each part takes its rows).
+std::string givenWeights() {
+  std::string weights, biases;
+  for (int i = 0; i < 1100 * 2; ++i)
+    weights += fmt::format("{}{:g}", i ? ", " : "", 0.001 * ((i * 37) % 101 - 50));
+  for (int i = 0; i < 1100; ++i)
+    biases += fmt::format("{}{:g}", i ? ", " : "", 0.002 * ((i * 13) % 17 - 8));
+  return fmt::format(R"(input X [2];
+hidden W [1100] tanh {{ Biases = [{}]; from X all {{ Weights = [{}]; }} }}
+output O [3] softmax from W all;
+)",
+                     biases, weights);
+}
+
+std::vector<SplitCase> splitCases() {
+  using plan::OptimizerKind;
+  using train::InitKind;
+  return {
+      {"two_parts_sgd", kSplitNet, {"W:2"}, {}, OptimizerKind::Sgd, InitKind::Uniform, false},
+      {"three_parts_adam", kSplitNet, {"W:3"}, {}, OptimizerKind::Adam, InitKind::Xavier, false},
+      {"three_parts_reference", kSplitNet, {"W:3"}, {}, OptimizerKind::Sgd, InitKind::Uniform, true},
+      {"two_layers_adadelta", kTwoBundles, {"W:2", "O:2"}, {}, OptimizerKind::AdaDelta, InitKind::He, false},
+      {"two_layers_reference", kTwoBundles, {"W:2", "O:2"}, {}, OptimizerKind::Adam, InitKind::Xavier, true},
+      {"linear_output", kLinearOutput, {"O:2"}, {}, OptimizerKind::Sgd, InitKind::Uniform, false},
+      {"given_weights", givenWeights(), {"W:2"}, {}, OptimizerKind::Sgd, InitKind::Uniform, false},
+      // With pipeline stages: the split stage between two others, and first.
+      {"middle_stage", kTwoBundles, {"W:2"}, {"W", "C"}, OptimizerKind::Sgd, InitKind::Xavier, false},
+      {"first_stage_adam", kSplitNet, {"W:3"}, {"O"}, OptimizerKind::Adam, InitKind::Uniform, false},
+      {"last_stage_reference", kTwoBundles, {"O:2"}, {"C"}, OptimizerKind::Sgd, InitKind::Uniform, true},
+  };
+}
+
+class SplitParts : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitParts, SameBitsAsOneProcessAccumulating) {
+  const SplitCase &c = GetParam();
+  auto compiled = compileText(c.text);
+  ASSERT_EQ(compiled->diags.errorCount(), 0u);
+  const ir::Network &net = compiled->network;
+  std::vector<int> stageOf;
+  if (!c.cuts.empty()) {
+    auto cut = cost::stagesFromCuts(net, c.cuts);
+    ASSERT_TRUE(cut.ok()) << cut.message();
+    stageOf = *cut;
+  }
+  auto splitParts = plan::splitPartsOf(net, c.splits);
+  ASSERT_TRUE(splitParts.ok()) << splitParts.message();
+  auto widths = plan::stageWidths(net, stageOf, *splitParts);
+  ASSERT_TRUE(widths.ok()) << widths.message();
+  const int stages = static_cast<int>(widths->size());
+  const int64_t micro = 5, microBatches = 3, steps = 2;
+
+  plan::PlanOptions options;
+  options.update.optimizer = c.optimizer;
+  options.update.hyper.momentum = 0.9f;
+  options.accumulateGradients = true;
+  auto whole = plan::buildPlan(net, options);
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  StageMachine one = loadStageMachine(std::move(*whole), micro, c.reference);
+  std::vector<StageMachine> ranks;
+  std::vector<int> stageOfRank;
+  Wires wires;
+  std::vector<std::unique_ptr<LoopbackCommunicator>> links;
+  const int count = plan::pipelineRank(*widths, stages, 0);
+  for (int s = 0; s < stages; ++s)
+    for (int p = 0; p < (*widths)[size_t(s)]; ++p) {
+      options.stageOf = stageOf;
+      options.stage = s;
+      options.splitParts = *splitParts;
+      options.part = p;
+      auto built = plan::buildPlan(net, options);
+      ASSERT_TRUE(built.ok()) << built.message();
+      EXPECT_EQ(built->part, p);
+      EXPECT_EQ(built->parts, (*widths)[size_t(s)]);
+      const int rank = static_cast<int>(ranks.size());
+      ranks.push_back(loadStageMachine(std::move(*built), micro, c.reference));
+      stageOfRank.push_back(s);
+      links.push_back(std::make_unique<LoopbackCommunicator>(wires, rank, count));
+      ranks.back().backend->attachStages(links.back().get());
+    }
+  ASSERT_EQ(static_cast<int>(ranks.size()), count);
+  ASSERT_GT(count, stages);
+
+  const train::InitOptions init{c.init, 0.1f, 7};
+  train::initializeParameters(one.plan, *one.backend, init);
+  for (StageMachine &m : ranks)
+    train::initializeParameters(m.plan, *m.backend, init);
+  {
+    const auto initial = tensorsOf(one), parted = wholeTensors(ranks);
+    ASSERT_EQ(initial.size(), parted.size());
+    for (const auto &[name, values] : initial)
+      EXPECT_TRUE(bitIdentical("initial " + name, parted.at(name), values));
+  }
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const int64_t features = one.plan.featureCount;
+  for (int64_t step = 1; step <= steps; ++step) {
+    std::vector<std::vector<float>> x(microBatches), labels(microBatches);
+    for (int64_t m = 0; m < microBatches; ++m) {
+      x[size_t(m)].resize(static_cast<size_t>(micro * features));
+      labels[size_t(m)].resize(static_cast<size_t>(micro));
+      for (float &v : x[size_t(m)])
+        v = unit(rng);
+      for (float &v : labels[size_t(m)])
+        v = static_cast<float>(rng() % static_cast<uint32_t>(one.plan.outputNodes));
+    }
+    const auto scalars = optim::stepScalars(options.update, 0.05f, step, double(micro * microBatches), micro);
+    for (int64_t m = 0; m < microBatches; ++m) {
+      train::writeStepScalars(one.plan, *one.backend, scalars);
+      one.backend->writeInput(0, one.plan.features, x[size_t(m)]);
+      one.backend->writeInput(0, one.plan.labels, labels[size_t(m)]);
+      one.backend->fence();
+      Status ran =
+          one.backend->run(m == 0 ? 0 : one.plan.stepBegin,
+                           m + 1 == microBatches ? one.plan.updateEnd : one.plan.backwardEnd, micro, 0);
+      ASSERT_TRUE(ran) << ran.message();
+    }
+    // Every rank: each micro-batch forward (the first of the step from 0,
+    // zeroing the gradients) and back, then the update.
+    std::vector<std::vector<RankOp>> work(ranks.size());
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      StageMachine &m = ranks[r];
+      const bool first = stageOfRank[r] == 0, last = stageOfRank[r] + 1 == stages;
+      for (int64_t b = 0; b < microBatches; ++b) {
+        auto inputs = [&m, &x, &labels, &scalars, first, last, b] {
+          train::writeStepScalars(m.plan, *m.backend, scalars);
+          if (first)
+            m.backend->writeInput(0, m.plan.features, x[size_t(b)]);
+          if (last)
+            m.backend->writeInput(0, m.plan.labels, labels[size_t(b)]);
+          m.backend->fence();
+        };
+        for (size_t i = b == 0 ? 0 : m.plan.stepBegin; i < m.plan.backwardEnd; ++i)
+          work[r].push_back(
+              {i, micro, i == (b == 0 ? 0 : m.plan.stepBegin) ? std::function<void()>(inputs) : nullptr});
+      }
+      for (size_t i = m.plan.backwardEnd; i < m.plan.updateEnd; ++i)
+        work[r].push_back({i, micro, nullptr});
+    }
+    Status ran = runRanks(ranks, work, wires);
+    ASSERT_TRUE(ran) << ran.message();
+  }
+  for (const auto &[pair, queue] : wires.queues)
+    EXPECT_TRUE(queue.empty()) << queue.size() << " message(s) from rank " << pair.first << " to rank "
+                               << pair.second << " were never received";
+  const auto trained = tensorsOf(one), parted = wholeTensors(ranks);
+  ASSERT_EQ(trained.size(), parted.size());
+  for (const auto &[name, values] : trained)
+    EXPECT_TRUE(bitIdentical(name, parted.at(name), values));
+  const auto oneMetrics = train::takeMetrics(one.plan, *one.backend);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (stageOfRank[r] + 1 == stages) {
+      EXPECT_EQ(train::takeMetrics(ranks[r].plan, *ranks[r].backend), oneMetrics) << "rank " << r;
+    }
+  EXPECT_GT(oneMetrics[static_cast<size_t>(plan::Metric::LossSum)], 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SplitParts, ::testing::ValuesIn(splitCases()), netCaseName<SplitCase>);
+
+} // namespace
+} // namespace netc::numeric
