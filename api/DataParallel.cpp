@@ -226,6 +226,10 @@ comm::Fingerprint runFingerprint(const TrainSettings &s, const RunSettings &run,
   f.add("--cut", cuts.empty() ? std::string("none") : cuts);
   f.add("--micro-batches", s.microBatches ? std::to_string(s.microBatches) : std::string("the default"));
   f.add("--pipeline-schedule", s.pipelineSchedule);
+  std::string splits;
+  for (const std::string &split : s.splits)
+    splits += (splits.empty() ? "" : ",") + split;
+  f.add("--split", splits.empty() ? std::string("none") : splits);
   std::string skipped;
   for (const std::string &layer : s.initSkip)
     skipped += (skipped.empty() ? "" : ",") + layer;

@@ -24,11 +24,18 @@
 
 namespace netc::training {
 
-/// Whether `s` asks for pipeline stages (--partition K > 1 or auto, or --cut).
+/// Whether `s` asks for model parallelism: pipeline stages (--partition K >
+/// 1 or auto, or --cut) or layers split over ranks (--split).
 bool pipelineAsked(const TrainSettings &s);
 /// The stages --partition or --cut ask for; 0 for --partition auto (or none).
 int stagesAsked(const TrainSettings &s);
-/// The data-parallel ranks of `s`'s job: its ranks over the stages asked for.
+/// The ranks --split shares each split layer among (its first spec's S);
+/// 0 without --split or when it cannot be read (checkPipelineSettings says why).
+int splitRanksAsked(const TrainSettings &s);
+/// The ranks of one pipeline `s` asks for: its stages (1 without
+/// --partition) + S - 1 for --split; 0 for --partition auto.
+int pipelineRanksAsked(const TrainSettings &s);
+/// The data-parallel ranks of `s`'s job: its ranks over the ranks of a pipeline.
 int dataRanksAsked(const TrainSettings &s);
 
 /// Checks the pipeline's settings that need no network (checkSettings).
@@ -37,8 +44,17 @@ std::optional<Refusal> checkPipelineSettings(const TrainSettings &s);
 /// A pipeline run's layout.
 struct PipelineLayout {
   int stages = 1, copies = 1; ///< K stages per pipeline, D pipelines (data-parallel copies)
-  int stage = 0, copy = 0;    ///< this rank's: rank = copy × K + stage
+  int stage = 0, copy = 0;    ///< this rank's
   std::vector<int> stageOf;   ///< per layer of the network
+  /// The ranks of each stage (plan::stageWidths: S for the stage of the
+  /// layers --split shares out, else 1); rank = copy × their sum + the
+  /// ranks of the stages before + part.
+  std::vector<int> widths = {1};
+  std::vector<int> splitParts; ///< per layer (PlanOptions::splitParts; empty: no --split)
+  int part = 0;                ///< this rank's part of its stage
+  /// The ranks of one pipeline, and this rank's place among them.
+  int pipelineRanks() const;
+  int rankInPipeline() const;
   int64_t batch = 0;          ///< per pipeline and step (--batch)
   int64_t microBatches = 1;   ///< M per step
   int64_t microBatch = 0;     ///< samples of each
@@ -69,6 +85,10 @@ Expected<PipelineCommunicators> joinPipeline(comm::Communicator &job, const Pipe
 /// ranks hold which stage and its layers, the micro-batches and the global batch.
 std::vector<std::string> pipelineLines(const PipelineLayout &layout, const ir::Network &net,
                                        const TrainSettings &s);
+
+/// What each rank of the job holds, for messages that name it: "stage 1",
+/// "stage 0 part 1 of pipeline 2", "part 1" (--split alone).
+std::vector<std::string> pipelineRoles(const PipelineLayout &layout);
 
 /// The layout as the ranks' fingerprint records it.
 std::string pipelineFingerprint(const PipelineLayout &layout);

@@ -55,6 +55,17 @@ std::optional<bool> parseBool(std::string_view text) {
   return std::nullopt;
 }
 
+/// The items of a comma-separated list ("" holds none).
+std::vector<std::string> commaList(std::string_view text) {
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= text.size() && !text.empty();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    items.emplace_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 template <class Int>
 Problem setInteger(Int &field, std::string_view text, int64_t min, Int fallback,
                    int64_t max = std::numeric_limits<int64_t>::max()) {
@@ -475,12 +486,7 @@ constexpr TrainKey kTrainKeys[] = {
      }},
     {"cut",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
-       s.cuts.clear(); // a comma-separated list of layers ("": none)
-       for (size_t start = 0; start <= v.size() && !v.empty();) {
-         const size_t comma = std::min(v.find(',', start), v.size());
-         s.cuts.emplace_back(v.substr(start, comma - start));
-         start = comma + 1;
-       }
+       s.cuts = commaList(v); // layers ("": none)
        return {};
      }},
     {"micro_batches",
@@ -491,6 +497,11 @@ constexpr TrainKey kTrainKeys[] = {
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        s.pipelineSchedule = v.empty() ? kTrainDefaults.pipelineSchedule : std::string(v);
        return {}; // checked with the other settings when the run starts
+     }},
+    {"split",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       s.splits = commaList(v); // LAYER:S each ("": none), checked when the run starts
+       return {};
      }},
 };
 
@@ -504,9 +515,9 @@ constexpr TrainKey kTrainKeys[] = {
                                 device, cudaDebug, cudaGraphs, dataOnDevice, precision, maxMemory, logEvery,
                                 bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup, deterministicChunks,
                                 costModel, checkpointEvery, maxSourceBytes, partition, cuts, microBatches,
-                                pipelineSchedule] = settings;
+                                pipelineSchedule, splits] = settings;
 }
-constexpr size_t kTrainSettingsFields = 53;
+constexpr size_t kTrainSettingsFields = 54;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

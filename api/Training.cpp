@@ -418,7 +418,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     auto settled = settlePipeline(s, *run, network->net(), counts);
     if (!settled)
       refusal = settled.refusal();
-    else if (*settled && (*settled)->stages == 1) // --partition auto chose data parallelism
+    else if (*settled && (*settled)->stages == 1 && (*settled)->splitParts.empty()) // auto chose data parallelism
       autoNote = fmt::format("pipeline: none: {} (data parallelism, K = 1, is fastest)", (*settled)->cutBy);
     else
       pipeline = std::move(*settled);
@@ -434,9 +434,12 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       s.batch = pipeline->microBatch;
       s.accumulate = pipeline->microBatches;
     }
-    part = StagePart{pipeline->stageOf, pipeline->stage,
+    part = StagePart{pipeline->stageOf,
+                     pipeline->stage,
                      train::activationSlots(pipeline->schedule, pipeline->stages, pipeline->stage,
-                                            static_cast<int>(pipeline->microBatches))};
+                                            static_cast<int>(pipeline->microBatches)),
+                     pipeline->splitParts,
+                     pipeline->part};
   }
   if (!refusal) {
     auto planned = buildTrainingPlan(netPath, s, *run, network->net(), *data, copies, comm.kind() == "nccl",
@@ -487,12 +490,7 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   std::optional<PipelineCommunicators> links;
   if (pipeline) {
     // Messages about a rank say which stage it holds.
-    std::vector<std::string> roles;
-    for (int r = 0; r < comm.size(); ++r)
-      roles.push_back(pipeline->copies == 1 ? fmt::format("stage {}", r % pipeline->stages)
-                                            : fmt::format("stage {} of pipeline {}", r % pipeline->stages,
-                                                          r / pipeline->stages));
-    comm.setRankRoles(std::move(roles));
+    comm.setRankRoles(pipelineRoles(*pipeline));
     auto joined = joinPipeline(comm, *pipeline);
     if (!joined) {
       result.lostRank = comm.failed();
@@ -506,14 +504,15 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   train::TrainOptions options =
       makeTrainOptions(s, *run, *network, *data, *plan, std::move(fresh), *normalizing, comm, copies);
   if (pipeline)
-    options.pipeline =
-        train::TrainOptions::Pipeline{links->stages.get(), links->copies.get(), pipeline->schedule};
+    options.pipeline = train::TrainOptions::Pipeline{links->stages.get(), links->copies.get(), pipeline->schedule,
+                                                     pipeline->stage, pipeline->widths, s.splits};
   const ir::Network &net = network->net();
   result.outDir = options.outDir;
   result.trainSamples = data->train.count;
   result.testSamples = data->evaluated() ? data->evaluated()->count : 0;
   result.params = net.params;
-  if (costTable) {
+  const bool split = pipeline && !pipeline->splitParts.empty();
+  if (costTable && !split) {
     if (s.costModel.empty() && info.name == "cuda") // the device auto chose
       if (auto gpu = chooseCostTable(kDefaultGpuCostTable, "cuda", costTableLabel))
         costTable = std::move(*gpu);
@@ -553,6 +552,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
                             pipeline ? &*pipeline : nullptr);
     if (!autoNote.empty())
       lines.push_back(autoNote);
+    if (split && costTable)
+      lines.push_back("estimate: none: the cost model does not price layers split over ranks (--split)");
     if (result.estimate)
       lines.push_back(estimateLine(*result.estimate));
     listener->onSetup(lines);

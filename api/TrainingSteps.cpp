@@ -424,11 +424,15 @@ Step<TrainingPlan> buildTrainingPlan(const std::string &netPath, const TrainSett
   if (part) {
     options.stageOf = part->stageOf;
     options.stage = part->stage;
+    options.splitParts = part->splitParts;
+    options.part = part->part;
   }
   auto plan = plan::buildPlan(net, options);
   if (!plan)
     return input(fmt::format("{}: {}{}", netPath,
-                             part ? fmt::format("stage {}: ", part->stage) : std::string(), plan.message()));
+                             !part || plan.message().starts_with("--split") ? std::string() // names the layer
+                                                                            : fmt::format("stage {}: ", part->stage),
+                             plan.message()));
   if (part) { // each micro-batch in flight keeps its activations and inputs until its backward
     plan->activationSlots = part->activationSlots;
     plan->inputSlots = part->activationSlots;

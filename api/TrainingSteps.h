@@ -179,6 +179,8 @@ struct StagePart {
   std::vector<int> stageOf;
   int stage = 0;
   int activationSlots = 1;
+  std::vector<int> splitParts = {}; ///< --split: PlanOptions::splitParts
+  int part = 0;                     ///< this rank's part of its stage
 };
 
 /// Builds the training plan (with the optimizer's state, gradient

@@ -66,9 +66,13 @@ std::string communicationName(const Plan &plan, const Op &op) {
     case TransferKind::Gradient:
       return fmt::format("{} of {} '{}' {} {}", send ? "send" : "receive",
                          t->gradient() ? "the gradient of" : "the values of", of, to, peer);
-    case TransferKind::Part:
-      return fmt::format("{} of {} '{}' {} {}", send ? "send" : "receive",
-                         send ? "this part of" : "a part of", of, to, peer);
+    case TransferKind::Part: { // of buffer "L.pre.partP": part P of L.pre
+      const size_t dot = of.rfind(".part");
+      return fmt::format("{} of {} of '{}' {} {}", send ? "send" : "receive",
+                         dot == std::string::npos ? std::string("a part") : "part " + of.substr(dot + 5),
+                         of.substr(0, dot),
+                         to, peer);
+    }
     case TransferKind::PartialGradient: // summed over the parts so far, or (from the last) all of them
       return fmt::format("{} of the gradient of '{}' summed over the parts {} {}", send ? "send" : "receive",
                          of, to, peer);

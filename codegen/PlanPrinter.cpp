@@ -136,6 +136,8 @@ std::string printPlan(const Plan &plan) {
     out += fmt::format("pipeline stage {} of {}{}\n", plan.stage, plan.stages,
                        plan.activationSlots > 1 ? fmt::format(", {} activation slots", plan.activationSlots)
                                                 : std::string());
+  if (plan.parts > 1)
+    out += fmt::format("split part {} of {}\n", plan.part, plan.parts);
   if (plan.replicaSync != ReplicaSync::None)
     out += fmt::format("replicas {}\n", replicaSyncName(plan.replicaSync));
   for (size_t i = 0; i < plan.buckets.size(); ++i) {

@@ -379,8 +379,9 @@ Expected<std::vector<int64_t>> splitNodes(int64_t nodes, int parts) {
         "each rank whole blocks, so that it computes what one process does): {}",
         nodes, blocks == 1 ? std::string("one product") : fmt::format("{} blocks of {}", blocks, block),
         kMaxDenseBlock,
-        blocks == 1 ? std::string("only a layer of more nodes is split")
-                    : fmt::format("split it over 2 to {} ranks", blocks)));
+        blocks == 1   ? fmt::format("only a layer of more than {} nodes is split", kMaxDenseBlock)
+        : blocks == 2 ? std::string("split it over 2 ranks")
+                      : fmt::format("split it over 2 to {} ranks", blocks)));
   std::vector<int64_t> first(static_cast<size_t>(parts) + 1);
   for (int p = 0; p < parts; ++p)
     first[static_cast<size_t>(p)] = std::min(nodes, int64_t{p} * blocks / parts * block);

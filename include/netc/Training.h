@@ -280,6 +280,12 @@ struct TrainSettings {
   /// `--pipeline-schedule`: "1f1b" (one forward, one backward, with a flush)
   /// or "gpipe" (every forward, then every backward).
   std::string pipelineSchedule = "1f1b";
+  /// `--split LAYER:S,...`: these fully connected layers' nodes are shared
+  /// out among S ranks of their stage, each computing and holding its part
+  /// (column parallelism; the same bits as one process). The split layers
+  /// share one S and lie in one stage: a pipeline then has its stages + S - 1
+  /// ranks (S with no --partition).
+  std::vector<std::string> splits;
 };
 
 /// What a run estimated of itself before its first step (netc estimate's

@@ -55,8 +55,10 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
                             : comm && comm->size() > 1 ? data::shareOf(data.count, comm->rank(), comm->size())
                                                        : data::Share{0, data.count};
   // A pipeline stage: the first reads the features, the last the labels
-  // and the outputs; a whole network's plan does all three.
-  const bool scores = plan.output >= 0;
+  // and the outputs; a whole network's plan does all three. The parts of a
+  // stage whose layers are split over its ranks all compute its outputs:
+  // the first counts them.
+  const bool scores = plan.output >= 0 && plan.part == 0;
   for (int64_t first = share.first; first < share.end; first += batch) {
     const int64_t size = std::min(batch, share.end - first);
     if (plan.features >= 0)
@@ -70,9 +72,11 @@ Expected<Evaluation> evaluate(const plan::Plan &plan, runtime::Backend &backend,
       return Error{s.message()};
     if (Status s = backend.finishTransfers(); !s)
       return Error{s.message()};
+    if (plan.output < 0)
+      continue;
+    const auto metrics = takeMetrics(plan, backend); // (taken on a part that does not count them too)
     if (!scores)
       continue;
-    const auto metrics = takeMetrics(plan, backend);
     lossSum += metrics[static_cast<size_t>(plan::Metric::LossSum)];
     correct += metrics[static_cast<size_t>(plan::Metric::Correct)];
     output.resize(static_cast<size_t>(size * plan.outputNodes));

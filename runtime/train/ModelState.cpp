@@ -90,11 +90,30 @@ bool isTensor(const plan::Parameter &p) {
   return p.biasOf < 0;
 }
 
-/// The shape of `p`'s checkpoint tensor: kernel rows gain their bias column.
-std::vector<int64_t> tensorShape(const plan::Parameter &p) {
+/// The shape of `p`'s checkpoint tensor: kernel rows gain their bias
+/// column; a split layer's part holds some of its rows (partShape).
+std::vector<int64_t> partShape(const plan::Parameter &p) {
   if (p.kernelBias < 0)
     return p.shape;
   return {p.shape[0], 1 + p.shape[1]};
+}
+
+/// The shape of `p`'s tensor in a checkpoint file: the whole network's.
+std::vector<int64_t> tensorShape(const plan::Parameter &p) {
+  std::vector<int64_t> shape = partShape(p);
+  if (p.isPart())
+    shape[0] = p.wholeRows;
+  return shape;
+}
+
+/// A split layer's part's rows of a whole tensor's `values` (all of them
+/// for a whole parameter).
+std::vector<float> partRows(const plan::Parameter &p, std::vector<float> values) {
+  if (!p.isPart())
+    return values;
+  const int64_t row = p.count / std::max<int64_t>(p.shape[0], 1);
+  return std::vector<float>(values.begin() + static_cast<ptrdiff_t>(p.rowOffset * row),
+                            values.begin() + static_cast<ptrdiff_t>((p.rowOffset + p.shape[0]) * row));
 }
 
 /// Reads the checkpoint tensor of `p` from the buffers `bufferOf` picks
@@ -191,7 +210,7 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
       rng.discard(static_cast<unsigned long long>(before - drawn));
       drawn = before;
     }
-    const std::vector<int64_t> shape = tensorShape(p);
+    const std::vector<int64_t> shape = partShape(p); // a split layer's part draws its rows
     std::vector<float> values(static_cast<size_t>(elementCount(shape)));
     const std::vector<double> given = givenTensor(plan, p);
     if (!given.empty()) {
@@ -220,19 +239,25 @@ void initializeParameters(const plan::Plan &plan, runtime::Backend &backend, con
 }
 
 Expected<SafetensorsFile> stateTensors(const plan::Plan &plan, const runtime::Backend &backend,
-                                       bool withOptimizerState, std::string_view optimizer) {
+                                       bool withOptimizerState, std::string_view optimizer, bool partsOnly) {
+  // The places are keyed by name: a file's tensors come back in its own order.
   SafetensorsFile file;
-  std::vector<int> order;
+  nlohmann::json order = nlohmann::json::object(), rows = nlohmann::json::object();
+  auto add = [&](Tensor tensor, const plan::Parameter &p) {
+    order[tensor.name] = p.networkIndex;
+    if (p.isPart())
+      rows[tensor.name] = nlohmann::json::array({p.rowOffset, p.wholeRows});
+    file.tensors.push_back(std::move(tensor));
+  };
   for (const plan::Parameter &p : plan.parameters) {
-    if (!isTensor(p))
+    if (!isTensor(p) || (partsOnly && !p.isPart()))
       continue;
-    const std::vector<int64_t> shape = tensorShape(p);
+    const std::vector<int64_t> shape = partShape(p);
     auto tensor = Tensor::fromF32(
         p.name, shape, readTensor(plan, backend, p, [](const plan::Parameter &q) { return q.buffer; }));
     if (!tensor)
       return tensor.error();
-    file.tensors.push_back(std::move(*tensor));
-    order.push_back(p.networkIndex);
+    add(std::move(*tensor), p);
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
@@ -241,33 +266,121 @@ Expected<SafetensorsFile> stateTensors(const plan::Plan &plan, const runtime::Ba
                           readTensor(plan, backend, p, [s](const plan::Parameter &q) { return q.state[s]; }));
       if (!state)
         return state.error();
-      file.tensors.push_back(std::move(*state));
-      order.push_back(p.networkIndex);
+      add(std::move(*state), p);
     }
   }
-  file.setMetadata(std::string(kNetworkOrderKey), nlohmann::json(order).dump());
+  file.setMetadata(std::string(kNetworkOrderKey), order.dump());
+  if (!rows.empty())
+    file.setMetadata(std::string(kPartRowsKey), rows.dump());
   return file;
 }
 
+namespace {
+
+/// One tensor of a stage's (or a part's) checkpoint tensors, with its place.
+struct PartTensor {
+  int order = 0;                   // Parameter::networkIndex
+  int64_t firstRow = -1, rows = 0; // a split layer's part: rows [firstRow, ...) of `rows`; -1: whole
+  Tensor tensor;
+};
+
+/// The part tensors of one name, in row order, as one tensor of all the
+/// rows; an error says which rows are missing or given twice.
+Expected<Tensor> joinRows(std::vector<PartTensor> pieces) {
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [](const PartTensor &a, const PartTensor &b) { return a.firstRow < b.firstRow; });
+  const Tensor &first = pieces.front().tensor;
+  const int64_t whole = pieces.front().rows;
+  std::vector<int64_t> shape = first.shape;
+  if (shape.empty())
+    return fail(fmt::format("a part of tensor '{}' came as a scalar, not rows", first.name));
+  const int64_t rowBytes = shape[0] > 0 ? static_cast<int64_t>(first.bytes.size()) / shape[0] : 0;
+  Tensor joined{first.name, first.dtype, {}, {}};
+  int64_t next = 0;
+  for (PartTensor &piece : pieces) {
+    const Tensor &t = piece.tensor;
+    const bool sameRows = t.shape.size() == shape.size() && std::equal(t.shape.begin() + 1, t.shape.end(),
+                                                                       shape.begin() + 1);
+    if (piece.rows != whole || piece.firstRow != next || t.dtype != first.dtype || !sameRows || t.shape[0] < 1 ||
+        static_cast<int64_t>(t.bytes.size()) != t.shape[0] * rowBytes)
+      return fail(fmt::format("the parts of tensor '{}' do not tile its {} rows: one starts at row {} of {} "
+                              "with {} rows where row {} was next (the ranks do not all run this version of "
+                              "netc, or a message was damaged)",
+                              first.name, whole, piece.firstRow, piece.rows, t.shape[0], next));
+    joined.bytes.insert(joined.bytes.end(), t.bytes.begin(), t.bytes.end());
+    next += t.shape[0];
+  }
+  if (next != whole)
+    return fail(fmt::format("the parts of tensor '{}' hold rows 0 to {} of its {}: a part is missing",
+                            first.name, next, whole));
+  shape[0] = whole;
+  joined.shape = std::move(shape);
+  return joined;
+}
+
+} // namespace
+
 Expected<SafetensorsFile> mergeStateTensors(std::vector<SafetensorsFile> parts) {
-  std::vector<std::pair<int, Tensor>> all;
+  std::vector<PartTensor> all;
   for (SafetensorsFile &part : parts) {
     auto text = part.metadataString(kNetworkOrderKey);
     const nlohmann::json order =
         text ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
-    if (!order.is_array() || order.size() != part.tensors.size())
+    if (!order.is_object() || order.size() != part.tensors.size())
       return fail(fmt::format("a stage's checkpoint tensors came without the order of their {} tensors",
                               part.tensors.size()));
-    for (size_t i = 0; i < part.tensors.size(); ++i) {
-      if (!order[i].is_number_integer())
-        return fail("a stage's checkpoint tensors came with an order that is not integers");
-      all.push_back({order[i].get<int>(), std::move(part.tensors[i])});
+    auto rowsText = part.metadataString(kPartRowsKey);
+    const nlohmann::json rows = rowsText ? nlohmann::json::parse(*rowsText, nullptr, /*allow_exceptions=*/false)
+                                         : nlohmann::json::object();
+    if (!rows.is_object())
+      return fail("a part's checkpoint tensors came with rows that are not an object");
+    for (Tensor &tensor : part.tensors) {
+      const auto index = order.find(tensor.name);
+      if (index == order.end() || !index->is_number_integer())
+        return fail(fmt::format("a stage's checkpoint tensor '{}' came without an integer order",
+                                printableText(tensor.name.substr(0, 80))));
+      PartTensor t{index->get<int>(), -1, 0, {}};
+      if (const auto place = rows.find(tensor.name); place != rows.end()) {
+        if (!place->is_array() || place->size() != 2 || !(*place)[0].is_number_integer() ||
+            !(*place)[1].is_number_integer() || (*place)[0].get<int64_t>() < 0 || (*place)[1].get<int64_t>() < 1)
+          return fail(fmt::format("a part's checkpoint tensor '{}' came with rows that are not [first, whole]",
+                                  printableText(tensor.name.substr(0, 80))));
+        t.firstRow = (*place)[0].get<int64_t>();
+        t.rows = (*place)[1].get<int64_t>();
+      }
+      t.tensor = std::move(tensor);
+      all.push_back(std::move(t));
     }
   }
-  std::stable_sort(all.begin(), all.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+  // The whole network's order, then by name (a parameter's values before its state); a split
+  // tensor's parts, of one name, are joined in row order.
+  std::stable_sort(all.begin(), all.end(), [](const PartTensor &a, const PartTensor &b) {
+    return a.order != b.order ? a.order < b.order : a.tensor.name < b.tensor.name;
+  });
   SafetensorsFile merged;
-  for (auto &[index, tensor] : all)
-    merged.tensors.push_back(std::move(tensor));
+  for (size_t i = 0; i < all.size();) {
+    size_t end = i + 1;
+    while (end < all.size() && all[end].tensor.name == all[i].tensor.name)
+      ++end;
+    const std::string name = all[i].tensor.name;
+    if (end == i + 1 && all[i].firstRow < 0) {
+      merged.tensors.push_back(std::move(all[i].tensor));
+      i = end;
+      continue;
+    }
+    std::vector<PartTensor> same;
+    for (size_t k = i; k < end; ++k) {
+      if (all[k].firstRow < 0)
+        return fail(fmt::format("tensor '{}' came twice from the ranks, or came whole and in parts",
+                                printableText(name.substr(0, 80))));
+      same.push_back(std::move(all[k]));
+    }
+    auto joined = joinRows(std::move(same));
+    if (!joined)
+      return joined.error();
+    merged.tensors.push_back(std::move(*joined));
+    i = end;
+  }
   return merged;
 }
 
@@ -403,14 +516,16 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
     auto values = finiteValues(*file, path, p.name, shape, /*bounded=*/true);
     if (!values)
       return values.error();
-    writeTensor(plan, backend, p, *values, [](const plan::Parameter &q) { return q.buffer; });
+    writeTensor(plan, backend, p, partRows(p, std::move(*values)),
+                [](const plan::Parameter &q) { return q.buffer; });
     if (!withOptimizerState)
       continue;
     for (size_t s = 0; s < p.state.size(); ++s) {
       auto state = finiteValues(*file, path, stateName(p, s, info.optimizer), shape, /*bounded=*/false);
       if (!state)
         return state.error();
-      writeTensor(plan, backend, p, *state, [s](const plan::Parameter &q) { return q.state[s]; });
+      writeTensor(plan, backend, p, partRows(p, std::move(*state)),
+                  [s](const plan::Parameter &q) { return q.state[s]; });
     }
   }
   return info;

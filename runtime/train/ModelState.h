@@ -84,16 +84,26 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
                                         std::string_view optimizer = {},
                                         const std::set<std::string> &keepAsIs = {}, bool stageOnly = false);
 
-/// The metadata key of stateTensors' order.
+/// The metadata keys of stateTensors' order and of a split layer's parts' rows.
 inline constexpr std::string_view kNetworkOrderKey = "network_order";
+inline constexpr std::string_view kPartRowsKey = "part_rows";
 
 /// The checkpoint tensors of the loaded plan's parameters (and optimizer
 /// state when `withOptimizerState`, named for `optimizer`), with metadata
-/// kNetworkOrderKey: each tensor's Parameter::networkIndex.
+/// kNetworkOrderKey: each tensor's Parameter::networkIndex, by name (a
+/// file's tensors come back in its own order). A split layer's part
+/// (`--split`) gives its rows, and metadata kPartRowsKey gives each such
+/// tensor's [first row, whole rows], by name;
+/// `partsOnly` leaves the whole tensors out (every part of a stage but
+/// the first holds copies of them).
 Expected<SafetensorsFile> stateTensors(const plan::Plan &plan, const runtime::Backend &backend,
-                                       bool withOptimizerState, std::string_view optimizer);
-/// The tensors of pipeline stages' stateTensors in one file, in the whole
-/// network's order (as one process's stateTensors gives them).
+                                       bool withOptimizerState, std::string_view optimizer,
+                                       bool partsOnly = false);
+/// The tensors of pipeline stages' (and split layers' parts')
+/// stateTensors in one file, in the whole network's order (as one
+/// process's stateTensors gives them), each split tensor's parts joined
+/// in row order; an error says when they do not tile its rows or a whole
+/// tensor came twice.
 Expected<SafetensorsFile> mergeStateTensors(std::vector<SafetensorsFile> parts);
 /// Writes `file`'s tensors with `info` as a checkpoint, atomically.
 Status writeCheckpoint(const std::string &path, SafetensorsFile file, const CheckpointInfo &info,

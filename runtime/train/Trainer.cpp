@@ -117,8 +117,9 @@ Expected<TrainSummary> Trainer::interrupt(TrainSummary summary, int64_t epoch, i
 Expected<bool> Trainer::readSums(EpochState &state, int64_t batchesRead, int64_t samplesRead,
                                  TrainObserver &observer) {
   const auto sums = takeMetrics(plan_, backend_);
-  double loss = sums[static_cast<size_t>(plan::Metric::LossSum)];
-  double correct = sums[static_cast<size_t>(plan::Metric::Correct)];
+  // A split stage's parts all compute its loss: the first counts it.
+  double loss = plan_.part == 0 ? sums[static_cast<size_t>(plan::Metric::LossSum)] : 0.0;
+  double correct = plan_.part == 0 ? sums[static_cast<size_t>(plan::Metric::Correct)] : 0.0;
   const double bad = sums[static_cast<size_t>(plan::Metric::FirstBadStep)];
   bool stop = false;
   bool diverging = bad != 0 || !std::isfinite(loss);
@@ -478,13 +479,19 @@ Status Trainer::writeEpochFiles(const EpochReport &report, TrainObserver &observ
   kept["restored"] = true;
   epochLine_ = kept.dump();
   if (savesState()) {
-    if (Status s = saveState(lastCheckpointPath(), report.epoch); !s)
-      return s;
-    if (!options_.outDir.empty())
+    const Status last = saveState(lastCheckpointPath(), report.epoch);
+    if (last && !options_.outDir.empty())
       observer.onCheckpoint(lastCheckpointPath(), step_);
-    if (report.best)
-      if (Status s = saveState(bestCheckpointPath(), report.epoch); !s)
-        return s;
+    // With pipeline stages every stage of rank 0's pipeline sends its tensors
+    // for each file: rank 0 takes them for the best one too when it could
+    // not write the last one, so that no stage is left waiting in a send
+    // (the agreement after the epoch then says what failed).
+    const Status best = report.best && (last || options_.pipeline) ? saveState(bestCheckpointPath(), report.epoch)
+                                                                   : Status::success();
+    if (!last)
+      return last;
+    if (!best)
+      return best;
   }
   // The run's estimate goes in just before its first epoch line: after the
   // checkpoints, as every metrics line.

@@ -112,13 +112,20 @@ struct TrainOptions {
   /// the whole job's communicator (agreements, the loss sums, evaluation).
   /// `batch` is the micro-batch and `accumulate` the micro-batches of a step.
   struct Pipeline {
-    /// The ranks of this rank's pipeline, rank s holding stage s (the
-    /// backend's attachStages).
+    /// The ranks of this rank's pipeline, stage s holding widths[s] of them
+    /// from rank widths[0] + ... + widths[s - 1] (the backend's attachStages).
     comm::Communicator *stages = nullptr;
-    /// The ranks holding this stage, one per pipeline (the backend's
+    /// The ranks holding this stage's part, one per pipeline (the backend's
     /// attach: its gradients' all-reduces); its rank is the data-parallel one.
     comm::Communicator *replicas = nullptr;
     PipelineScheduleKind schedule = PipelineScheduleKind::OneForwardOneBackward;
+    /// This rank's stage of the pipeline's, and the ranks of each stage:
+    /// more than 1 where layers of the stage are split over its ranks
+    /// (`--split`; the plan is then part Plan::part of Plan::parts).
+    int stage = 0;
+    std::vector<int> widths = {1};
+    /// `--split`'s layers and ranks ("Hidden:2"), as checkpoints record them.
+    std::vector<std::string> splits = {};
   };
   std::optional<Pipeline> pipeline;
 };
@@ -238,8 +245,12 @@ private:
   int dataRank() const { return options_.pipeline ? options_.pipeline->replicas->rank() : rank(); }
   int dataRanks() const { return options_.pipeline ? options_.pipeline->replicas->size() : ranks(); }
   /// This rank's pipeline stage, and the stages (0 of 1 without a pipeline).
-  int stage() const { return options_.pipeline ? options_.pipeline->stages->rank() : 0; }
-  int stages() const { return options_.pipeline ? options_.pipeline->stages->size() : 1; }
+  int stage() const { return options_.pipeline ? options_.pipeline->stage : 0; }
+  int stages() const { return options_.pipeline ? static_cast<int>(options_.pipeline->widths.size()) : 1; }
+  /// The rank of part `part` of stage `stage` in the pipeline's communicator.
+  int pipelineRank(int stage, int part) const;
+  /// What rank `rank` of the pipeline holds: "stage 2", "stage 0 part 1".
+  std::string rankHolder(int rank) const;
   /// Whether this rank takes part in writing checkpoints: rank 0 with an
   /// output folder, and with pipeline stages the other stages of its pipeline.
   bool savesState() const;

@@ -24,6 +24,15 @@ constexpr int64_t kMaxStageStateBytes = int64_t{1} << 40;
 
 } // namespace
 
+std::string Trainer::rankHolder(int rank) const {
+  int stage = 0, first = 0;
+  while (stage + 1 < stages() && rank >= first + options_.pipeline->widths[static_cast<size_t>(stage)])
+    first += options_.pipeline->widths[static_cast<size_t>(stage++)];
+  if (options_.pipeline->widths[static_cast<size_t>(stage)] == 1)
+    return fmt::format("stage {}", stage);
+  return fmt::format("stage {} part {}", stage, rank - first);
+}
+
 Status Trainer::runPipelineStep(const std::vector<int64_t> &sizes, const std::vector<int> &leaves,
                                 data::BatchPrefetcher &prefetcher, double stepSamples, float learningRate) {
   const int microBatches = static_cast<int>(sizes.size());
@@ -84,21 +93,31 @@ Status Trainer::runPipelineStep(const std::vector<int64_t> &sizes, const std::ve
   return backend_.run(plan_.backwardEnd, plan_.updateEnd, 1, 0, 0);
 }
 
+int Trainer::pipelineRank(int stage, int part) const {
+  int rank = part;
+  for (int s = 0; s < stage; ++s)
+    rank += options_.pipeline->widths[static_cast<size_t>(s)];
+  return rank;
+}
+
 Status Trainer::shareLossVerdict() {
+  // The last stage's parts all compute the loss: its first tells the others.
   if (stages() == 1)
     return Status::success();
   comm::Communicator &link = *options_.pipeline->stages;
   constexpr auto kBad = static_cast<int64_t>(plan::Metric::FirstBadStep);
   std::array<float, 1> bad = {0.0f};
+  const int judge = pipelineRank(stages() - 1, 0);
   if (stage() + 1 == stages()) {
+    if (plan_.part != 0)
+      return Status::success();
     backend_.read(plan_.metrics, bad, kBad);
-    for (int s = 0; s + 1 < stages(); ++s)
-      if (Status st = link.send(bad.data(), sizeof bad, s, "send of the step's loss verdict"); !st)
+    for (int r = 0; r < judge; ++r)
+      if (Status st = link.send(bad.data(), sizeof bad, r, "send of the step's loss verdict"); !st)
         return st;
     return Status::success();
   }
-  if (Status st = link.receive(bad.data(), sizeof bad, stages() - 1, "receive of the step's loss verdict");
-      !st)
+  if (Status st = link.receive(bad.data(), sizeof bad, judge, "receive of the step's loss verdict"); !st)
     return st;
   if (bad[0] != 0) { // the update op skips the step, as the last stage's does
     std::array<float, 1> mine = {0.0f};
@@ -123,13 +142,16 @@ bool Trainer::savesState() const {
 }
 
 Status Trainer::writeState(const std::string &path, const CheckpointInfo &info) {
-  auto mine = stateTensors(plan_, backend_, /*withOptimizerState=*/true, info.optimizer);
+  // A split layer's parts but the first hold copies of their stage's whole
+  // tensors: they send only their rows of the split ones.
+  auto mine = stateTensors(plan_, backend_, /*withOptimizerState=*/true, info.optimizer,
+                           /*partsOnly=*/plan_.part > 0);
   if (!mine)
     return Error{mine.message()};
-  if (!options_.pipeline || stages() == 1)
+  if (!options_.pipeline || options_.pipeline->stages->size() == 1)
     return writeCheckpoint(path, std::move(*mine), info, /*withOptimizerState=*/true);
   comm::Communicator &link = *options_.pipeline->stages;
-  if (stage() != 0) { // to stage 0 (rank 0), which writes the file
+  if (link.rank() != 0) { // to stage 0 (rank 0), which writes the file
     auto bytes = serializeSafetensors(*mine);
     if (!bytes)
       return Error{bytes.message()};
@@ -140,23 +162,24 @@ Status Trainer::writeState(const std::string &path, const CheckpointInfo &info) 
   }
   std::vector<SafetensorsFile> parts;
   parts.push_back(std::move(*mine));
-  for (int s = 1; s < stages(); ++s) {
+  for (int r = 1; r < link.size(); ++r) {
+    const std::string holder = rankHolder(r);
     int64_t size = 0;
-    if (Status st = link.receive(&size, sizeof size, s, "receive of a stage's checkpoint size"); !st)
+    if (Status st = link.receive(&size, sizeof size, r, "receive of a stage's checkpoint size"); !st)
       return st;
     if (size <= 0 || size > kMaxStageStateBytes)
-      return fail(fmt::format("stage {} announced {} bytes of checkpoint tensors, not a size netc sends "
+      return fail(fmt::format("{} announced {} bytes of checkpoint tensors, not a size netc sends "
                               "(the ranks do not all run this version of netc)",
-                              s, size));
+                              holder, size));
     std::vector<uint8_t> bytes;
     try {
       bytes.resize(static_cast<size_t>(size));
     } catch (const std::bad_alloc &) {
-      return fail(fmt::format("rank 0 has no memory for stage {}'s {} bytes of checkpoint tensors", s, size));
+      return fail(fmt::format("rank 0 has no memory for {}'s {} bytes of checkpoint tensors", holder, size));
     }
-    if (Status st = link.receive(bytes.data(), size, s, "receive of a stage's checkpoint tensors"); !st)
+    if (Status st = link.receive(bytes.data(), size, r, "receive of a stage's checkpoint tensors"); !st)
       return st;
-    auto part = parseSafetensors(bytes, fmt::format("stage {}'s checkpoint tensors", s));
+    auto part = parseSafetensors(bytes, fmt::format("{}'s checkpoint tensors", holder));
     if (!part)
       return Error{part.message()};
     parts.push_back(std::move(*part));
@@ -172,7 +195,9 @@ Status Trainer::checkStagesClaimedCheckpoint() {
     return Status::success();
   // Every rank read the same file; the stages of each pipeline claim its
   // tensors once between them (its count is each pipeline's first stage's).
-  std::array<int64_t, 2> counts = {claimedTensors_, stage() == 0 ? startTensors_ : 0};
+  // (A split stage's parts all claim its tensors: its first counts them.)
+  std::array<int64_t, 2> counts = {plan_.part == 0 ? claimedTensors_ : 0,
+                                   stage() == 0 && plan_.part == 0 ? startTensors_ : 0};
   if (Status s = options_.comm->allReduce(std::span<int64_t>(counts), comm::ReduceOp::Sum,
                                           "all-reduce of the checkpoint tensors the stages use");
       !s)

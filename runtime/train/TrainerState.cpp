@@ -394,11 +394,14 @@ Status Trainer::saveState(const std::string &path, int64_t epochsDone, int64_t p
   // What a run on another number of ranks continues with (the same global batch).
   info.extra["world_size"] = std::to_string(dataRanks());
   info.extra["global_batch"] = std::to_string(options_.batch * options_.accumulate * dataRanks());
-  if (options_.pipeline) // how it was trained; any pipeline, or none, continues it
-    info.extra["pipeline"] = nlohmann::json{{"stages", stages()},
-                                            {"micro_batches", options_.accumulate},
-                                            {"schedule", pipelineScheduleName(options_.pipeline->schedule)}}
-                                 .dump();
+  if (options_.pipeline) { // how it was trained; any pipeline, or none, continues it
+    nlohmann::json pipeline = {{"stages", stages()},
+                               {"micro_batches", options_.accumulate},
+                               {"schedule", pipelineScheduleName(options_.pipeline->schedule)}};
+    if (!options_.pipeline->splits.empty())
+      pipeline["split"] = options_.pipeline->splits;
+    info.extra["pipeline"] = pipeline.dump();
+  }
   info.extra["best_epoch"] = std::to_string(bestEpoch_);
   if (position == 0 && !epochLine_.empty())
     info.extra["epoch_metrics"] = epochLine_;

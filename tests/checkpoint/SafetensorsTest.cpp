@@ -235,31 +235,36 @@ TEST(SafetensorsWriter, RefusesInvalidContents) {
 
 /// A stage's checkpoint tensors: one scalar tensor per name, and the
 /// network order that stateTensors would record with them.
-SafetensorsFile stagePart(const std::vector<std::string> &names, const std::string &order) {
+SafetensorsFile stagePart(const std::vector<std::string> &names, const std::string &order,
+                          const std::vector<std::vector<float>> &values = {}, const std::string &rows = "") {
   SafetensorsFile part;
-  for (const std::string &name : names) {
-    auto tensor = Tensor::fromF32(name, {1}, std::vector<float>{1.0f});
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::vector<float> v = i < values.size() ? values[i] : std::vector<float>{1.0f};
+    auto tensor = Tensor::fromF32(names[i], {static_cast<int64_t>(v.size())}, v);
     EXPECT_TRUE(tensor.ok()) << tensor.message();
     part.tensors.push_back(std::move(*tensor));
   }
   part.setMetadata(std::string(kNetworkOrderKey), order);
+  if (!rows.empty())
+    part.setMetadata(std::string(kPartRowsKey), rows);
   return part;
 }
 
 // Pipeline checkpoints (Trainer's gather): the stages' tensors go into one
 // file in the whole network's order; a part whose order a peer sent wrong
-// (missing, of another length, not integers) is refused, never guessed.
+// (missing, for other tensors, not integers) is refused, never guessed.
 TEST(StateTensors, StagesMergeInTheNetworksOrderAndBadOrdersAreRefused) {
-  std::vector<SafetensorsFile> parts = {stagePart({"C", "A", "A/state"}, "[2, 0, 0]"),
-                                        stagePart({"B", "D"}, "[1, 3]")};
+  std::vector<SafetensorsFile> parts = {stagePart({"C", "A", "A/state"}, R"({"C": 2, "A": 0, "A/state": 0})"),
+                                        stagePart({"B", "D"}, R"({"B": 1, "D": 3})")};
   auto merged = mergeStateTensors(std::move(parts));
   ASSERT_TRUE(merged.ok()) << merged.message();
   std::vector<std::string> names;
   for (const Tensor &t : merged->tensors)
     names.push_back(t.name);
   EXPECT_EQ(names, (std::vector<std::string>{"A", "A/state", "B", "C", "D"}));
-  for (const std::string &bad : {std::string(), std::string("[0]"), std::string("[0, \"x\"]"),
-                                 std::string("{}"), std::string("[0, 1")}) {
+  for (const std::string &bad : {std::string(), std::string(R"({"A": 0})"), std::string(R"({"A": 0, "B": "x"})"),
+                                 std::string(R"({"A": 0, "C": 1})"), std::string("[0, 1]"),
+                                 std::string(R"({"A": 0, "B": 1, "C": 2})"), std::string(R"({"A": 0, "B": 1)")}) {
     std::vector<SafetensorsFile> one;
     one.push_back(stagePart({"A", "B"}, bad));
     if (bad.empty())
@@ -267,6 +272,45 @@ TEST(StateTensors, StagesMergeInTheNetworksOrderAndBadOrdersAreRefused) {
     auto refused = mergeStateTensors(std::move(one));
     EXPECT_FALSE(refused.ok()) << "order '" << bad << "' was accepted";
   }
+}
+
+// A split layer's parts (--split) each send their rows of its tensors: rank
+// 0 joins them in row order, whatever order they come in; rows that do not
+// tile the whole tensor (a gap, an overlap, another size, a whole copy with
+// the parts) are refused with a message naming the tensor.
+TEST(StateTensors, SplitLayersPartsAreJoinedInRowOrder) {
+  auto parts = [](const std::string &secondRows) {
+    std::vector<SafetensorsFile> p;
+    p.push_back(stagePart({"W", "Out"}, R"({"W": 0, "Out": 1})", {{4, 5}, {9}}, R"({"W": [2, 5]})"));
+    p.push_back(stagePart({"W"}, R"({"W": 0})", {{1, 2}}, secondRows));
+    p.push_back(stagePart({"W"}, R"({"W": 0})", {{3}}, R"({"W": [4, 5]})"));
+    return p;
+  };
+  auto merged = mergeStateTensors(parts(R"({"W": [0, 5]})"));
+  ASSERT_TRUE(merged.ok()) << merged.message();
+  ASSERT_EQ(merged->tensors.size(), 2u);
+  EXPECT_EQ(merged->tensors[0].name, "W");
+  EXPECT_EQ(merged->tensors[0].shape, (std::vector<int64_t>{5}));
+  EXPECT_EQ(*merged->tensors[0].toF32({5}), (std::vector<float>{1, 2, 4, 5, 3}));
+  EXPECT_EQ(merged->tensors[1].name, "Out");
+  const std::pair<std::string, std::string> refusals[] = {
+      {R"({"W": [1, 5]})", "do not tile its 5 rows"},     // overlap
+      {R"({"W": [0, 6]})", "do not tile its"},           // another whole
+      {R"({"W": [0]})", "rows that are not [first, whole]"},
+      {R"({"W": [-1, 5]})", "rows that are not [first, whole]"},
+      {R"(["W"])", "rows that are not an object"},
+      {"{}", "came whole and in parts"},
+  };
+  for (const auto &[rows, message] : refusals) {
+    auto refused = mergeStateTensors(parts(rows));
+    ASSERT_FALSE(refused.ok()) << rows;
+    EXPECT_NE(refused.message().find(message), std::string::npos) << rows << ": " << refused.message();
+  }
+  std::vector<SafetensorsFile> gap = parts(R"({"W": [0, 5]})");
+  gap.pop_back(); // row 4 is nobody's
+  auto missing = mergeStateTensors(std::move(gap));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.message(), "the parts of tensor 'W' hold rows 0 to 4 of its 5: a part is missing");
 }
 
 } // namespace

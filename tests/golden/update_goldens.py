@@ -74,6 +74,11 @@ COMPILE_CASES += [("plan-lenet5-allreduce", "lenet5.net", "plan", ["--data-paral
 # receives their gradient, the second holds the loss.
 COMPILE_CASES += [(f"plan-mnist-stage{s}-of-2", "mnist.net", "plan", ["--partition", "2", "--stage", str(s)])
                   for s in (0, 1)]
+# Each rank's part of wide-mlp's Wide split over 2 (netc train --split
+# Wide:2): its rows of Wide's weights, its nodes exchanged and put together,
+# the gradient's slice, and Features' gradient summed part after part.
+COMPILE_CASES += [(f"plan-wide-mlp-part{p}-of-2", "wide-mlp.net", "plan", ["--split", "Wide:2", "--part", str(p)])
+                  for p in (0, 1)]
 
 # The IR of netc build (weights as zeros): the seed network, and a network
 # with pooling and response normalization.

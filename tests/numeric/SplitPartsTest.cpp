@@ -298,5 +298,148 @@ TEST_P(SplitParts, SameBitsAsOneProcessAccumulating) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, SplitParts, ::testing::ValuesIn(splitCases()), netCaseName<SplitCase>);
 
+/// The transfers of a split part's plan, as messages name them (a timeout
+/// says which one did not complete), and the pipeline ranks they go to.
+TEST(SplitPlans, TransfersAreNamedForMessages) {
+  auto compiled = compileText(kTwoBundles);
+  const ir::Network &net = compiled->network;
+  auto stageOf = cost::stagesFromCuts(net, {"W"});
+  auto splitParts = plan::splitPartsOf(net, {"W:2"});
+  ASSERT_TRUE(stageOf.ok() && splitParts.ok());
+  plan::PlanOptions options;
+  options.stageOf = *stageOf;
+  options.splitParts = *splitParts;
+  std::vector<std::string> names;
+  for (int part : {0, 1}) {
+    options.stage = 1;
+    options.part = part;
+    auto built = plan::buildPlan(net, options);
+    ASSERT_TRUE(built.ok()) << built.message();
+    for (const plan::Op &op : built->ops)
+      if (op.kind == plan::OpKind::Send || op.kind == plan::OpKind::Receive)
+        names.push_back(fmt::format("{} -> rank {}", plan::communicationName(*built, op),
+                                    op.get<plan::TransferAttrs>().peer));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       // part 0 (rank 1): the values from stage 0, its part to part 1 and part 1's back, the
+                       // input gradients A's and B's in the chain, and those that stage 0 wants back
+                       "receive of the values of 'A' from stage 0 -> rank 0",
+                       "receive of the values of 'B' from stage 0 -> rank 0",
+                       "send of part 0 of 'W.pre' to part 1 -> rank 2",
+                       "receive of part 1 of 'W.pre' from part 1 -> rank 2",
+                       "send of the gradient of 'B' summed over the parts to part 1 -> rank 2",
+                       "receive of the gradient of 'B' summed over the parts from part 1 -> rank 2",
+                       "send of the gradient of 'A' summed over the parts to part 1 -> rank 2",
+                       "receive of the gradient of 'A' summed over the parts from part 1 -> rank 2",
+                       "send of the gradient of 'A' to stage 0 -> rank 0",
+                       "send of the gradient of 'B' to stage 0 -> rank 0",
+                       // part 1 (rank 2): the same, but only part 0 sends to stage 0
+                       "receive of the values of 'A' from stage 0 -> rank 0",
+                       "receive of the values of 'B' from stage 0 -> rank 0",
+                       "send of part 1 of 'W.pre' to part 0 -> rank 1",
+                       "receive of part 0 of 'W.pre' from part 0 -> rank 1",
+                       "receive of the gradient of 'B' summed over the parts from part 0 -> rank 1",
+                       "send of the gradient of 'B' summed over the parts to part 0 -> rank 1",
+                       "receive of the gradient of 'A' summed over the parts from part 0 -> rank 1",
+                       "send of the gradient of 'A' summed over the parts to part 0 -> rank 1",
+                   }));
+}
+
+/// What cannot be split is refused with the layer and the reason.
+TEST(SplitPlans, LayersThatCannotBeSplitAreRefused) {
+  const std::string text = R"(input X [4];
+hidden A [1500] tanh from X all;
+hidden C [2, 2] tanh from X convolve { InputShape = [4]; KernelShape = [2]; Stride = [2]; MapCount = 2; }
+hidden S [1100] tanh from A where (s, d) => s == d % 1500;
+hidden T1 [1100] tanh from A all;
+hidden T2 [1100] tanh from A all;
+output O [3] softmax { from S all; from T1 all; from T2 all; from C all; }
+share { T1, T2 }
+)";
+  auto compiled = compileText(text);
+  const ir::Network &net = compiled->network;
+  auto refusal = [&](std::vector<std::string> splits, std::vector<std::string> cuts = {}) -> std::string {
+    auto parts = plan::splitPartsOf(net, splits);
+    if (!parts)
+      return parts.message();
+    plan::PlanOptions options;
+    if (!cuts.empty())
+      options.stageOf = *cost::stagesFromCuts(net, cuts);
+    options.splitParts = *parts;
+    auto built = plan::buildPlan(net, options);
+    return built ? std::string("built") : built.message();
+  };
+  EXPECT_EQ(refusal({"A:2"}), "built");
+  EXPECT_EQ(refusal({"X:2"}), "--split X:2: 'X' is an input layer; only a hidden or output layer computes its "
+                              "nodes, and can share them out");
+  EXPECT_EQ(refusal({"S:2"}), "--split S:2: layer 'S' has a 'where' bundle from 'A'; only fully connected layers "
+                              "(every bundle into them `all`) are split");
+  EXPECT_EQ(refusal({"T1:2"}), "--split T1:2: layer 'T1' shares 'T1/A/weights' with layer 'T2' (share): a split "
+                               "layer's weights and biases must be its own");
+  EXPECT_EQ(refusal({"C:2"}), "--split C:2: layer 'C' has a 'convolve' bundle from 'X'; only fully connected "
+                              "layers (every bundle into them `all`) are split");
+  EXPECT_EQ(refusal({"O:2"}), "--split O:2: layer 'O': its 3 nodes are computed in one product (a dense op "
+                              "computes at most 1024 outputs at once, and a split gives each rank whole blocks, so "
+                              "that it computes what one process does): only a layer of more than 1024 nodes is split");
+  EXPECT_EQ(refusal({"A:3"}), "--split A:3: layer 'A': its 1500 nodes are computed in 2 blocks of 750 (a dense op "
+                              "computes at most 1024 outputs at once, and a split gives each rank whole blocks, so "
+                              "that it computes what one process does): split it over 2 ranks");
+  EXPECT_EQ(refusal({"TT1:2"}), "--split TT1:2: network 't' has no layer 'TT1'; did you mean 'T1'?");
+  EXPECT_EQ(refusal({"A:2", "A:2"}), "--split names layer 'A' twice");
+  EXPECT_EQ(refusal({"A:two"}), "--split 'A:two': the ranks after ':' must be a whole number from 2 to 1024");
+  EXPECT_EQ(refusal({"A"}), "--split 'A': give LAYER:RANKS, a layer and the ranks its nodes are shared among "
+                            "(e.g. Hidden:2)");
+  EXPECT_EQ(refusal({"A:2", "S:3"}), "--split: layers 'A' and 'S' are split over 2 and 3 ranks; the split layers "
+                                     "share one stage's ranks, so give them the same count");
+  EXPECT_EQ(refusal({"A:2", "T1:2"}, {"S"}),
+            "--split: layers 'A' (stage 0) and 'T1' (stage 1) are split, but split layers must lie in one stage (a "
+            "pipeline then has its stages + 1 ranks): cut so that both fall in one stage, or split only one");
+}
+
+/// Seeded mutation of --split lists on every example and the networks
+/// above: random layers
+/// (some unknown), counts and parts; each plan is built or refused with a
+/// message starting with --split, never a crash (the sanitizer build runs this).
+TEST(SplitPlans, RandomSplitsAreBuiltOrRefusedWithAMessage) {
+  std::mt19937 rng(41);
+  int built = 0, refused = 0;
+  std::vector<std::string> texts = {kSplitNet, kTwoBundles, kLinearOutput}; // with layers that split
+  for (const std::string &example : exampleNames())
+    if (std::string text = readFile(sourcePath("examples/" + example)); text.find(" auto") == std::string::npos)
+      texts.push_back(std::move(text));
+  for (const std::string &text : texts) {
+    auto compiled = compileText(text);
+    const ir::Network &net = compiled->network;
+    for (int round = 0; round < 60; ++round) {
+      std::vector<std::string> splits;
+      const int count = 1 + int(rng() % 2);
+      for (int i = 0; i < count; ++i)
+        splits.push_back(fmt::format("{}:{}",
+                                     rng() % 8 == 0 ? std::string("Nope")
+                                                    : net.layers[rng() % uint32_t(net.layers.size())].name,
+                                     rng() % 6));
+      auto parts = plan::splitPartsOf(net, splits);
+      if (!parts) {
+        EXPECT_EQ(parts.message().rfind("--split", 0), 0u) << parts.message();
+        ++refused;
+        continue;
+      }
+      plan::PlanOptions options;
+      options.buildTables = false;
+      options.splitParts = *parts;
+      options.part = int(rng() % 4);
+      auto plan = plan::buildPlan(net, options);
+      if (plan) {
+        ++built;
+      } else {
+        EXPECT_FALSE(plan.message().empty());
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(refused, 100);
+  EXPECT_GT(built, 5);
+}
+
 } // namespace
 } // namespace netc::numeric

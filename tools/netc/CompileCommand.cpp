@@ -115,6 +115,12 @@ int runCompile(const CompileArgs &args) {
           printError(parts.message());
           return kUsageError;
         }
+        const int ranks = *std::max_element(parts->begin(), parts->end());
+        if (args.part >= ranks) {
+          printError(fmt::format("--part {}: the split stage has {} ranks, parts 0 to {}", args.part, ranks,
+                                 ranks - 1));
+          return kUsageError;
+        }
         options.splitParts = std::move(*parts);
         options.part = args.part;
       }

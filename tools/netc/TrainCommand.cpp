@@ -22,6 +22,8 @@
 #include "ProgressPrinter.h"
 #include "RankLauncher.h"
 
+#include "codegen/Codegen.h"
+
 #include "netc/Training.h"
 #include "runtime/comm/Launch.h"
 #include "support/PrintableText.h"
@@ -296,13 +298,20 @@ int runTrain(TrainArgs &args) {
   // the machine has fewer).
   RankRequest request = args.ranks;
   const int stages = !s.cuts.empty() ? static_cast<int>(s.cuts.size()) + 1 : s.partition;
-  request.shareGpus = stages > 1 || s.partition == kAutoPartition;
-  if (request.ranks == 0 && request.gpus == 0 && stages > 1)
+  // --split LAYER:S: the split stage has S ranks (a malformed spec is refused with the other settings).
+  const auto split = s.splits.empty() ? Expected<plan::SplitSpec>(plan::SplitSpec{})
+                                      : plan::parseSplitSpec(s.splits.front());
+  const int extra = split && split->parts > 1 ? split->parts - 1 : 0;
+  const int pipelineRanks = std::max(1, stages) + extra;
+  request.shareGpus = stages > 1 || s.partition == kAutoPartition || extra > 0;
+  if (request.ranks == 0 && request.gpus == 0 && pipelineRanks > 1 && s.partition != kAutoPartition)
     if (LaunchResult here = launchFromEnvironment();
         here.ok() && here.launch.size <= 1 && here.launch.jobId.empty()) {
-      request.ranks = stages;
-      request.impliedBy =
-          s.cuts.empty() ? fmt::format("--partition {}", stages) : fmt::format("--cut's {} stages", stages);
+      request.ranks = pipelineRanks;
+      request.impliedBy = extra > 0 ? fmt::format("--split {}{}", s.splits.front(),
+                                                  stages > 1 ? fmt::format(" with {} stages", stages) : std::string())
+                          : s.cuts.empty() ? fmt::format("--partition {}", stages)
+                                           : fmt::format("--cut's {} stages", stages);
     }
   if (auto done = settleLaunch(request, s.device, s.threads, args.commandLine, s.launch))
     return *done;
@@ -532,6 +541,14 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
                   "netc compile --emit=plan computes them)")
       ->delimiter(',')
       ->type_name("LAYER[,LAYER...]");
+  cmd->add_option("--split", s.splits,
+                  "Model parallelism inside a stage: share this fully connected layer's nodes out among S "
+                  "ranks (consecutive ones), each holding its part of the weights, with the same weights as "
+                  "one process (the layer needs more than 1,024 nodes, computed in blocks of at most 1,024: "
+                  "each rank gets whole blocks); the stage's other layers run on every one of its ranks; "
+                  "without --ranks or a launcher, the ranks are started")
+      ->delimiter(',')
+      ->type_name("LAYER:S[,LAYER:S...]");
   addIntegerOption(*cmd, "--micro-batches", s.microBatches, int64_t{1}, kMaxInt64,
                    "With --partition: micro-batches each pipeline splits --batch into (M divides --batch; "
                    "default: the largest divisor of --batch up to 4 K)")
