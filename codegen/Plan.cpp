@@ -70,8 +70,7 @@ std::string communicationName(const Plan &plan, const Op &op) {
       const size_t dot = of.rfind(".part");
       return fmt::format("{} of {} of '{}' {} {}", send ? "send" : "receive",
                          dot == std::string::npos ? std::string("a part") : "part " + of.substr(dot + 5),
-                         of.substr(0, dot),
-                         to, peer);
+                         of.substr(0, dot), to, peer);
     }
     case TransferKind::PartialGradient: // summed over the parts so far, or (from the last) all of them
       return fmt::format("{} of the gradient of '{}' summed over the parts {} {}", send ? "send" : "receive",

@@ -328,6 +328,10 @@ struct Plan {
   /// computes the stage's other layers whole, and only part 0 sends to the
   /// neighbouring stages and counts the loss.
   int part = 0, parts = 1;
+  /// Its rank in its pipeline's communicator (stage s's parts follow the
+  /// earlier stages' ranks), and the pipeline's ranks: what send and
+  /// receive ops name as peers.
+  int pipelineRank = 0, pipelineRanks = 1;
   MemorySummary memory;
 
   int addBuffer(Buffer buffer);

@@ -59,6 +59,8 @@ public:
     plan_.parameters = std::move(parameters);
     plan_.stage = stage_;
     plan_.stages = stages_;
+    plan_.pipelineRank = pipelineRank(widths_, stage_, part_);
+    plan_.pipelineRanks = widths_.empty() ? stages_ : pipelineRank(widths_, stages_, 0);
     return compactBuffers();
   }
 

@@ -33,9 +33,10 @@
 #     train.log (netc train of LeNet-5 on the MNIST slice on the GPU and on the
 #     CPU, then eval on the CPU from the GPU's checkpoint, then the GPU run
 #     again as a one-rank NCCL job, --gpus 1, whose checkpoint must be the
-#     same bytes; then a 2-stage pipeline, --partition 2, on two GPUs or
-#     sharing one through MPI, within float tolerance of one CPU process
-#     accumulating the same micro-batches); summary.json with each step's status, the benchmark's
+#     same bytes; then a 2-stage pipeline, --partition 2, and a layer split
+#     over 2 ranks, --split Wide:2, on two GPUs or sharing one through MPI,
+#     within float tolerance of one CPU process (accumulating the same
+#     micro-batches for the pipeline)); summary.json with each step's status, the benchmark's
 #     figures (under "bench") and the main job's (under "main_job").
 #     Logs are cut to their last 200 lines. Each step is stopped after
 #     NETC_STEP_TIMEOUT seconds (default 240; the sanitizers, the benchmark
@@ -196,29 +197,28 @@ PY
         --epochs 3 --batch 50 --momentum 0.9 --seed 1 --out "$run-nccl" || exit 1
       cmp "$run-cuda/last.safetensors" "$run-nccl/last.safetensors" &&
         echo "netc train --gpus 1 (NCCL, graphs): the same checkpoint bytes as the plain GPU run" || exit 1
-      # A 2-stage pipeline (--partition 2, 5 micro-batches of 10): a GPU for
-      # each stage through NCCL (--gpus 2) where there are two, else both
-      # stages on the one GPU through MPI where this machine has mpirun (the
-      # bundle has no MPI). Its checkpoint must match one CPU process
-      # accumulating the same micro-batches (--batch 10 --accumulate 5) within
-      # float tolerance. GpuPipeline.* in gpu-tests.log runs 2 stages on the
-      # one GPU without MPI either way.
-      local gpus pipe=(--epochs 2 --momentum 0.9 --seed 1)
+      # A 2-stage pipeline (--partition 2, 5 micro-batches of 10), and
+      # examples/wide-mlp.net's Wide split over 2 ranks (--split Wide:2): a
+      # GPU for each rank through NCCL (--gpus 2) where there are two, else
+      # both ranks on the one GPU through MPI where this machine has mpirun
+      # (the bundle has no MPI). Each checkpoint must match one CPU process
+      # (accumulating the same micro-batches for the pipeline: --batch 10
+      # --accumulate 5) within float tolerance. GpuPipeline.* and GpuSplit.*
+      # in gpu-tests.log run 2 stages and 2 parts on the one GPU without MPI either way.
+      local gpus two pipe=(--epochs 2 --momentum 0.9 --seed 1)
       gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
       if ((gpus >= 2)); then
-        timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --partition 2 --gpus 2 \
-          --batch 50 --micro-batches 5 "${pipe[@]}" --out "$run-pipe" || exit 1
+        two=(--gpus 2)
       elif command -v mpirun >/dev/null; then
-        timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --partition 2 \
-          --device cuda --batch 50 --micro-batches 5 "${pipe[@]}" --out "$run-pipe" || exit 1
+        two=(--device cuda)
       else
-        echo "netc train --partition 2 on GPUs: skipped: $gpus GPU(s) and no mpirun here (2 stages need a GPU each" \
-          "through NCCL, or MPI to share one); GpuPipeline.* in gpu-tests.log covers 2 stages on one GPU"
+        echo "netc train --partition 2 and --split Wide:2 on GPUs: skipped: $gpus GPU(s) and no mpirun here (2 ranks" \
+          "need a GPU each through NCCL, or MPI to share one); GpuPipeline.* and GpuSplit.* in gpu-tests.log cover" \
+          "them on one GPU"
         exit 0
       fi
-      timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --device cpu \
-        --batch 10 --accumulate 5 "${pipe[@]}" --out "$run-accumulate" || exit 1
-      python3 - "$run-pipe/last.safetensors" "$run-accumulate/last.safetensors" <<'PY'
+      close() { # the largest difference of two checkpoints' tensors, relative to each tensor's largest value
+        python3 - "$@" <<'PY'
 import json, struct, sys
 def tensors(path):
     data = open(path, "rb").read()
@@ -238,9 +238,22 @@ worst = 0.0
 for name in cpu:
     scale = max(1e-3, max(abs(v) for v in cpu[name]))
     worst = max(worst, max(abs(a - b) for a, b in zip(gpu[name], cpu[name])) / scale)
-print("netc train --partition 2 on GPUs against one CPU process accumulating: largest difference %.2e of a tensor's largest value" % worst)
+print("%s: largest difference %.2e of a tensor's largest value" % (sys.argv[3], worst))
 sys.exit(0 if worst < 1e-3 else 1)
 PY
+      }
+      timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --partition 2 "${two[@]}" \
+        --batch 50 --micro-batches 5 "${pipe[@]}" --out "$run-pipe" || exit 1
+      timeout "$limit" bin/netc train examples/lenet5.net --data tests/fixtures/mnist-slice --device cpu \
+        --batch 10 --accumulate 5 "${pipe[@]}" --out "$run-accumulate" || exit 1
+      close "$run-pipe/last.safetensors" "$run-accumulate/last.safetensors" \
+        "netc train --partition 2 on GPUs against one CPU process accumulating" || exit 1
+      timeout "$limit" bin/netc train examples/wide-mlp.net --data tests/fixtures/mnist-slice --split Wide:2 "${two[@]}" \
+        --batch 50 "${pipe[@]}" --out "$run-split" || exit 1
+      timeout "$limit" bin/netc train examples/wide-mlp.net --data tests/fixtures/mnist-slice --device cpu \
+        --batch 50 "${pipe[@]}" --out "$run-whole" || exit 1
+      close "$run-split/last.safetensors" "$run-whole/last.safetensors" \
+        "netc train --split Wide:2 on GPUs against one CPU process"
     ) >"$out/train.log" 2>&1 && status[train]=ok || status[train]=failed
     rm -rf "$out"/train-run-*
     tail_log "$out/train.log"

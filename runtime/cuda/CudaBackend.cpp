@@ -404,9 +404,11 @@ private:
   cuda::NcclCommunicator *bound() const { return ncclStages_ ? ncclStages_ : nccl_; }
 
   std::string stageNote() const {
-    if (!plan_ || plan_->stages <= 1)
+    if (!plan_ || (plan_->stages <= 1 && plan_->parts <= 1))
       return std::string();
-    return fmt::format(", stage {} of {} ({} activation slot{}, transfers {})", plan_->stage, plan_->stages,
+    return fmt::format(", stage {} of {}{} ({} activation slot{}, transfers {})", plan_->stage, plan_->stages,
+                       plan_->parts > 1 ? fmt::format(" part {} of {}", plan_->part, plan_->parts)
+                                        : std::string(),
                        plan_->activationSlots, plan_->activationSlots == 1 ? "" : "s",
                        ncclStages_ ? "through NCCL" : "through the host");
   }

@@ -183,7 +183,12 @@ Expected<NcclTransferRun> ncclTransferRun(const plan::Plan &plan, size_t first, 
       out.parts.push_back({false, begin, end, {}});
     if (end == last)
       break;
-    NcclRunPart group{true, 0, 0, {}};
+    // Consecutive transfers form one group -- but a receive into memory a
+    // send of the group reads starts a group of its own after it (a split
+    // layer's part passes on its input gradient's sum and takes the whole
+    // back in the same buffer): the send has then been received before the
+    // receive writes, and its receiver sends nothing it needs first.
+    std::vector<NcclRunPart> groups(1, NcclRunPart{true, 0, 0, {}});
     bool receives = false, receivesOverHeld = false;
     for (; end < last && isTransfer(end); ++end) {
       const plan::Op &op = plan.ops[end];
@@ -193,26 +198,34 @@ Expected<NcclTransferRun> ncclTransferRun(const plan::Plan &plan, size_t first, 
       const int peer =
           std::holds_alternative<plan::TransferAttrs>(op.attrs) ? op.get<plan::TransferAttrs>().peer : -1;
       if (buffer < 0 || static_cast<size_t>(buffer) >= plan.buffers.size() || peer < 0 ||
-          peer >= plan.stages || peer == plan.stage)
+          peer >= plan.pipelineRanks || peer == plan.pipelineRank)
         return fail(
-            fmt::format("op #{} {} of stage {} of {} has no buffer or peer stage (a bug in netc's plan)", end,
+            fmt::format("op #{} {} of stage {} of {} has no buffer or peer rank (a bug in netc's plan)", end,
                         plan::opName(op.kind), plan.stage, plan.stages));
-      group.transfers.push_back(
-          {end, send, peer, buffer, slot, plan.buffers[size_t(buffer)].perSample * batch});
+      const NcclTransfer transfer{end,    send, peer,
+                                  buffer, slot, plan.buffers[size_t(buffer)].perSample * batch};
+      const std::vector<NcclTransfer> &current = groups.back().transfers;
+      if (!send && std::any_of(current.begin(), current.end(), [&](const NcclTransfer &t) {
+            return t.send && transfersOverlap(plan, t.buffer, t.slot, buffer, slot);
+          }))
+        groups.push_back(NcclRunPart{true, 0, 0, {}});
+      groups.back().transfers.push_back(transfer);
       receives = receives || !send;
-      receivesOverHeld = receivesOverHeld || (!send && overlapsHeld(buffer));
+      receivesOverHeld = receivesOverHeld || (groups.size() == 1 && !send && overlapsHeld(buffer));
     }
-    // The held sends join the group, unless one of its receives would write
-    // what they read while they send it (a gradient sent from the memory
-    // the next micro-batch's values arrive in): then they go first, alone.
+    // The held sends join the first group, unless one of its receives would
+    // write what they read while they send it (a gradient sent from the
+    // memory the next micro-batch's values arrive in): then they go first, alone.
     if (receivesOverHeld)
       flushHeld();
-    group.transfers.insert(group.transfers.begin(), held.begin(), held.end());
+    std::vector<NcclTransfer> &opening = groups.front().transfers;
+    opening.insert(opening.begin(), held.begin(), held.end());
     held.clear();
     if (end == last && !receives)
-      held = std::move(group.transfers); // they close the run: join the next run's receives
+      held = std::move(opening); // they close the run: join the next run's receives
     else
-      out.parts.push_back(std::move(group));
+      for (NcclRunPart &group : groups)
+        out.parts.push_back(std::move(group));
     begin = end;
   }
   out.held = std::move(held);

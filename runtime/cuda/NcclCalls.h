@@ -134,7 +134,11 @@ struct NcclTransferRun {
 /// an op before that group, or by one of its receives (the plan's memory
 /// reuse often puts a stage's received values and its gradient, sent back,
 /// at one place); then they go first, alone. Consecutive transfer ops form
-/// one group. An error names a transfer op without its buffer or peer.
+/// one group, except that a receive into memory a send of its group reads
+/// starts the next group (a split layer's part sends its input gradient's
+/// partial sum and receives the whole into the same buffer; its receiver
+/// needs nothing from it in between). An error names a transfer op without
+/// its buffer or a peer rank of the pipeline.
 /// Whether buffer `a` of activation slot `slotA` and buffer `b` of slot
 /// `slotB` of `plan` share memory (an input: its input slot; a fixed buffer
 /// has one place), at any batch.

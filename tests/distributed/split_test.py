@@ -29,16 +29,13 @@ Usage: split_test.py --netc NETC --source SOURCE_DIR --work WORK_DIR --case CASE
 import argparse
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 
-import dp_test  # noqa: E402
+import pp_test  # noqa: E402
 from dp_test import Failure, Skip, SKIP, make_data, mpirun_prefix, run  # noqa: E402
 from one_step_test import read_checkpoint  # noqa: E402
 from pp_test import COMMON, OPTIMIZERS, header_must_say, identical  # noqa: E402
@@ -185,51 +182,14 @@ def case_memory(args):
     print("--split Wide:2 trains under the same --max-memory 20M; the checkpoint holds the whole layer")
 
 
-def start_long_job(args, extra=()):
-    data = make_data(args, os.path.join(args.work, "data"), 500)
-    out = os.path.join(args.work, "out")
-    command = [args.netc, "train", network(args), "--data", data, "--out", out, "--overwrite", "--epochs", "1000",
-               *COMMON, "--batch", "4", "--split", "Wide:2", *extra]
-    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and job.poll() is None:
-        metrics = os.path.join(out, "metrics.jsonl")
-        if os.path.exists(metrics) and open(metrics).read().count("\n") >= 1:
-            pids = dp_test.rank_pids(job.pid)
-            if len(pids) == 2:
-                return job, pids, out
-        time.sleep(0.05)
-    job.kill()
-    out_text, err = job.communicate()
-    raise Failure(f"the split job did not start training:\n{out_text}{err}")
-
-
 def case_frozen(args):
-    job, pids, _ = start_long_job(args, ["--comm-timeout", "5"])
-    os.kill(pids[1], signal.SIGSTOP)
-    code, _, err, hang = dp_test.finish(job, pids, 120)
-    if hang:
-        raise Failure(f"part 1's rank was stopped with SIGSTOP: {hang} (it hangs)")
-    print(f"exit {code}\n{err[-3000:]}")
-    needed = ["rank 0 of 2 (part 0): the ", "rank 1 (part 1) did not answer", "at step ",
-              "did not complete within --comm-timeout 5 s"]
-    missing = [text for text in needed if text not in err]
-    if code == 0 or missing:
-        raise Failure(f"expected a non-zero exit and netc's message with {missing}; exit {code}:\n{err}")
+    pp_test.frozen(args, ["rank 0 of 2 (part 0): the ", "rank 1 (part 1) did not answer", "at step ",
+                          "did not complete within --comm-timeout 5 s"],
+                   network(args), ("--split", "Wide:2"), "part 1's rank")
 
 
 def case_killed(args):
-    job, pids, out = start_long_job(args)
-    os.kill(pids[1], signal.SIGKILL)
-    code, _, err, hang = dp_test.finish(job, pids, 120)
-    if hang:
-        raise Failure(f"part 1's rank was killed with SIGKILL: {hang} (it hangs)")
-    print(f"exit {code}\n{err[-3000:]}")
-    if code == 0 or "netc: error: rank 1 (" not in err or "exited on signal 9" not in err:
-        raise Failure(f"expected a non-zero exit and a message that rank 1 was killed; exit {code}:\n{err}")
-    last = os.path.join(out, "last.safetensors")
-    run([args.netc, "eval", network(args), "--weights", last, "--data", os.path.join(args.work, "data")])
-    print(f"{last} is whole: netc eval reads it")
+    pp_test.killed(args, network(args), ("--split", "Wide:2"), "part 1's rank")
 
 
 def case_mismatch(args):

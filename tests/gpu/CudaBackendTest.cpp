@@ -10,7 +10,8 @@
 // training from batches copied in; and a 2-stage pipeline on the one GPU
 // (each stage's micro-batches in activation slots, its sends and receives
 // through the host) with the parameters and optimizer state of one CPU
-// process accumulating the same micro-batches. Without a usable GPU the binary prints
+// process accumulating the same micro-batches; and a layer split over two
+// parts on the one GPU with the parameters of one CPU process. Without a usable GPU the binary prints
 // why and exits 77, which CTest reports as a skip (tests/gpu/CMakeLists.txt); scripts/gpu_check.sh runs it on
 // a GPU machine, under compute-sanitizer too. --backend-under-test=cpu runs the same tests against the CPU
 // backend: a dry run of their own logic.
@@ -417,27 +418,13 @@ TEST(GpuPipeline, TwoStagesOnOneGpuMatchOneCpuProcessAccumulating) {
       train::initializeParameters(plans[size_t(s)], *backends[size_t(s)], init);
 
     std::mt19937 rng(5);
-    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     for (int64_t step = 1; step <= steps; ++step) {
-      std::vector<std::vector<float>> x(microBatches), labels(microBatches);
-      for (int m = 0; m < microBatches; ++m) {
-        x[size_t(m)].resize(static_cast<size_t>(micro * whole->featureCount));
-        for (float &v : x[size_t(m)])
-          v = unit(rng);
-        for (int64_t k = 0; k < micro; ++k)
-          labels[size_t(m)].push_back(static_cast<float>(rng() % 10));
-      }
+      const MicroBatches batches = randomMicroBatches(rng, *whole, microBatches, micro, 0.0f, 1.0f);
+      const auto &x = batches.features, &labels = batches.labels;
       const auto scalars =
           optim::stepScalars(options.update, 0.05f, step, double(micro * microBatches), micro);
-      for (int m = 0; m < microBatches; ++m) {
-        train::writeStepScalars(*whole, *one, scalars);
-        one->writeInput(0, whole->features, x[size_t(m)]);
-        one->writeInput(0, whole->labels, labels[size_t(m)]);
-        one->fence();
-        Status ran = one->run(m == 0 ? 0 : whole->stepBegin,
-                              m + 1 == microBatches ? whole->updateEnd : whole->backwardEnd, micro, 0);
-        ASSERT_TRUE(ran) << ran.message();
-      }
+      Status accumulated = runAccumulating(*whole, *one, batches, micro, scalars); // one CPU process
+      ASSERT_TRUE(accumulated) << accumulated.message();
       auto act = [&](int s, const train::PipelineAction &a) -> Status {
         const plan::Plan &p = plans[size_t(s)];
         runtime::Backend &b = *backends[size_t(s)];
@@ -489,6 +476,128 @@ TEST(GpuPipeline, TwoStagesOnOneGpuMatchOneCpuProcessAccumulating) {
     EXPECT_GT(oneMetrics[loss], 0.0);
     EXPECT_NEAR(lastMetrics[loss], oneMetrics[loss], 1e-3 * oneMetrics[loss]);
   }
+}
+
+/// A layer split over two ranks (--split Wide:2 on examples/wide-mlp.net)
+/// as two parts on the one GPU, in this process: each part's dense ops on
+/// its blocks (cuBLAS), its values exchanged through an in-memory host link
+/// and put together (concat-nodes), the gradient's slice and the input
+/// gradient summed part after part; three micro-batches of 5 for two steps
+/// of Adam from Xavier weights: every parameter's rows and their state, and
+/// the loss, as one CPU process computes them. What `netc train --split
+/// Wide:2 --device cuda` runs on each rank.
+TEST(GpuSplit, TwoPartsOnOneGpuMatchOneCpuProcess) {
+  auto compiled = compileText(readFile(sourcePath("examples/wide-mlp.net")));
+  ASSERT_EQ(compiled->diags.errorCount(), 0u);
+  const ir::Network &net = compiled->network;
+  auto splitParts = plan::splitPartsOf(net, {"Wide:2"});
+  ASSERT_TRUE(splitParts.ok()) << splitParts.message();
+  const int parts = 2, microBatches = 3;
+  const int64_t micro = 5, steps = 2;
+  plan::PlanOptions options;
+  options.update.optimizer = plan::OptimizerKind::Adam;
+  options.accumulateGradients = true;
+  auto whole = plan::buildPlan(net, options);
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  auto one = runtime::makeCpuBackend({1, 0, {}});
+  ASSERT_TRUE(one->load(*whole, micro));
+  std::vector<plan::Plan> plans;
+  std::vector<std::unique_ptr<runtime::Backend>> backends;
+  Wires wires;
+  std::vector<std::unique_ptr<LoopbackCommunicator>> links;
+  for (int p = 0; p < parts; ++p) {
+    plan::PlanOptions split = options;
+    split.splitParts = *splitParts;
+    split.part = p;
+    auto built = plan::buildPlan(net, split);
+    ASSERT_TRUE(built.ok()) << built.message();
+    plans.push_back(std::move(*built));
+  }
+  for (int p = 0; p < parts; ++p) {
+    runtime::BackendOptions backendOptions;
+    backendOptions.captureGraphs = false; // the driver runs one op at a time
+    auto created = runtime::createBackend(backendUnderTest(), backendOptions);
+    ASSERT_TRUE(created.ok()) << created.message();
+    backends.push_back(std::move(*created));
+    Status loaded = backends.back()->load(plans[size_t(p)], micro);
+    ASSERT_TRUE(loaded) << "part " << p << ": " << loaded.message();
+    links.push_back(std::make_unique<LoopbackCommunicator>(wires, p, parts));
+    backends.back()->attachStages(links.back().get());
+  }
+  const train::InitOptions init{train::InitKind::Xavier, 0.1f, 7};
+  train::initializeParameters(*whole, *one, init);
+  for (int p = 0; p < parts; ++p)
+    train::initializeParameters(plans[size_t(p)], *backends[size_t(p)], init);
+  std::mt19937 rng(5);
+  for (int64_t step = 1; step <= steps; ++step) {
+    const MicroBatches batches = randomMicroBatches(rng, *whole, microBatches, micro, 0.0f, 1.0f);
+    const auto &x = batches.features, &labels = batches.labels;
+    const auto scalars =
+        optim::stepScalars(options.update, 0.001f, step, double(micro * microBatches), micro);
+    Status accumulated = runAccumulating(*whole, *one, batches, micro, scalars); // one CPU process
+    ASSERT_TRUE(accumulated) << accumulated.message();
+    std::vector<std::vector<RankOp>> work(parts);
+    for (int p = 0; p < parts; ++p) {
+      const plan::Plan &plan = plans[size_t(p)];
+      runtime::Backend &b = *backends[size_t(p)];
+      for (int m = 0; m < microBatches; ++m) {
+        auto inputs = [&plan, &b, &x, &labels, &scalars, m] {
+          train::writeStepScalars(plan, b, scalars);
+          b.writeInput(0, plan.features, x[size_t(m)]);
+          b.writeInput(0, plan.labels, labels[size_t(m)]);
+          b.fence();
+        };
+        const size_t begin = m == 0 ? 0 : plan.stepBegin;
+        for (size_t i = begin; i < plan.backwardEnd; ++i)
+          work[size_t(p)].push_back({i, micro, i == begin ? std::function<void()>(inputs) : nullptr});
+      }
+      for (size_t i = plan.backwardEnd; i < plan.updateEnd; ++i)
+        work[size_t(p)].push_back({i, micro, nullptr});
+    }
+    std::vector<const plan::Plan *> planList;
+    std::vector<runtime::Backend *> backendList;
+    for (int p = 0; p < parts; ++p) {
+      planList.push_back(&plans[size_t(p)]);
+      backendList.push_back(backends[size_t(p)].get());
+    }
+    Status ran = runRanks(planList, backendList, work, wires);
+    ASSERT_TRUE(ran) << ran.message();
+  }
+  for (const auto &[pair, queue] : wires.queues)
+    EXPECT_TRUE(queue.empty()) << queue.size() << " message(s) from part " << pair.first << " never received";
+  auto read = [](runtime::Backend &b, int buffer, int64_t count) {
+    std::vector<float> values(static_cast<size_t>(count));
+    b.read(buffer, values);
+    return values;
+  };
+  for (const plan::Parameter &p : whole->parameters) {
+    std::vector<std::vector<float>> parted(1 + p.state.size());
+    for (int part = 0; part < parts; ++part) {
+      const plan::Plan &plan = plans[size_t(part)];
+      const auto q = std::find_if(plan.parameters.begin(), plan.parameters.end(),
+                                  [&](const plan::Parameter &x) { return x.name == p.name; });
+      ASSERT_NE(q, plan.parameters.end()) << p.name;
+      if (!q->isPart() && part > 0)
+        continue; // a copy of part 0's
+      std::vector<int> buffers = {q->buffer};
+      buffers.insert(buffers.end(), q->state.begin(), q->state.end());
+      for (size_t k = 0; k < buffers.size(); ++k) {
+        const auto values = read(*backends[size_t(part)], buffers[k], q->count);
+        parted[k].insert(parted[k].end(), values.begin(), values.end()); // parts in row order
+      }
+    }
+    std::vector<int> buffers = {p.buffer};
+    buffers.insert(buffers.end(), p.state.begin(), p.state.end());
+    for (size_t k = 0; k < buffers.size(); ++k)
+      EXPECT_TRUE(
+          valuesClose(k == 0 ? p.name : p.name + " state", parted[k], read(*one, buffers[k], p.count)));
+  }
+  const auto oneMetrics = train::takeMetrics(*whole, *one);
+  const auto loss = static_cast<size_t>(plan::Metric::LossSum);
+  EXPECT_GT(oneMetrics[loss], 0.0);
+  for (int p = 0; p < parts; ++p)
+    EXPECT_NEAR(train::takeMetrics(plans[size_t(p)], *backends[size_t(p)])[loss], oneMetrics[loss],
+                1e-3 * oneMetrics[loss]);
 }
 
 } // namespace

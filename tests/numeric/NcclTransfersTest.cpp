@@ -8,7 +8,8 @@
 // groups one after another, and a send and its receive (the k-th from one
 // rank to another) complete only while both are in their ranks' current
 // groups. For the seed network, LeNet-5 and a network with skip
-// connections, 2 to 4 stages, 1 to 9 micro-batches and both schedules, every
+// connections, 2 to 4 stages, 1 to 9 micro-batches and both schedules (and
+// a stage whose layer is split over 2 or 3 ranks, alone or in a pipeline), every
 // step must finish, and every send must meet a receive of the same layer,
 // direction and size; and, on the stages' device layout, no op writes
 // memory a held send reads and no receive lands where a send of its own
@@ -147,9 +148,11 @@ bool isReplicaSync(plan::OpKind kind) {
   return kind == plan::OpKind::AllReduce || kind == plan::OpKind::AllReduceWait;
 }
 
-/// `steps` optimizer steps of stage `stage`, as Trainer::runPipelineStep runs them.
+/// `steps` optimizer steps of stage `stage` (its rank of the pipeline
+/// plan.pipelineRank), as Trainer::runPipelineStep runs them; `judge`: the
+/// rank of the last stage's first part, which gives the loss verdict.
 void runSteps(StageCalls &calls, const plan::Plan &plan, train::PipelineScheduleKind kind, int stages,
-              int stage, const std::vector<int64_t> &sizes, int steps) {
+              int stage, const std::vector<int64_t> &sizes, int steps, int judge) {
   const int microBatches = static_cast<int>(sizes.size());
   for (int step = 0; step < steps; ++step) {
     for (const train::PipelineAction &a : train::stageSchedule(kind, stages, stage, microBatches)) {
@@ -172,11 +175,11 @@ void runSteps(StageCalls &calls, const plan::Plan &plan, train::PipelineSchedule
       }
     }
     calls.finish(); // before the last stage's verdict on the loss
-    if (stage + 1 == stages)
-      for (int s = 0; s + 1 < stages; ++s)
-        calls.verdict(true, s);
-    else
-      calls.verdict(false, stages - 1);
+    if (plan.pipelineRank == judge)
+      for (int r = 0; r < judge; ++r)
+        calls.verdict(true, r);
+    else if (stage + 1 < stages)
+      calls.verdict(false, judge);
     calls.run(plan.backwardEnd, plan.updateEnd, 1, 0);
   }
 }
@@ -240,15 +243,18 @@ std::vector<Network> networks() {
           {"skip", kSkipNet, {{"C"}, {"B", "D"}, {"B", "C", "D"}}}};
 }
 
-/// Stage `stage` of `net` cut as `stageOf`, with gradient accumulation
-/// (a pipeline's), and the data-parallel all-reduces when `replicas`.
+/// Stage `stage` of `net` cut as `stageOf` (part `part` of its ranks where
+/// `splitParts` splits its layers), with gradient accumulation (a
+/// pipeline's), and the data-parallel all-reduces when `replicas`.
 Expected<plan::Plan> stagePlan(const ir::Network &net, const std::vector<int> &stageOf, int stage,
-                               bool replicas = false) {
+                               bool replicas = false, const std::vector<int> &splitParts = {}, int part = 0) {
   plan::PlanOptions options;
   options.accumulateGradients = true;
   options.replicaSync = replicas ? plan::ReplicaSync::AllReduceGradients : plan::ReplicaSync::None;
   options.stageOf = stageOf;
   options.stage = stage;
+  options.splitParts = splitParts;
+  options.part = part;
   return plan::buildPlan(net, options);
 }
 
@@ -256,23 +262,36 @@ Expected<plan::Plan> stagePlan(const ir::Network &net, const std::vector<int> &s
 /// written first (the plans' memory reuse makes it common).
 int gHeldAlone = 0;
 
-/// Every stage's calls for `steps` steps of `sizes` micro-batches.
+/// Every rank's calls for `steps` steps of `sizes` micro-batches: each
+/// stage's, or each part's of a stage whose layers `splitParts` splits.
 std::vector<std::vector<Group>> pipelineCalls(const ir::Network &net, const std::vector<int> &stageOf,
                                               int stages, train::PipelineScheduleKind kind,
-                                              const std::vector<int64_t> &sizes, bool replicas, Issue issue) {
-  std::vector<std::vector<Group>> out;
-  for (int s = 0; s < stages; ++s) {
-    auto built = stagePlan(net, stageOf, s, replicas);
-    EXPECT_TRUE(built.ok()) << built.message();
-    if (!built.ok())
+                                              const std::vector<int64_t> &sizes, bool replicas, Issue issue,
+                                              const std::vector<int> &splitParts = {}) {
+  std::vector<int> widths(static_cast<size_t>(stages), 1);
+  if (!splitParts.empty()) {
+    auto split = plan::stageWidths(net, stageOf, splitParts);
+    EXPECT_TRUE(split.ok()) << split.message();
+    if (!split.ok())
       return {};
-    built->activationSlots = built->inputSlots =
-        train::activationSlots(kind, stages, s, static_cast<int>(sizes.size()));
-    StageCalls calls(*built, issue);
-    runSteps(calls, *built, kind, stages, s, sizes, 2);
-    gHeldAlone += calls.heldAlone;
-    out.push_back(std::move(calls.groups));
+    widths = std::move(*split);
   }
+  const int judge = plan::pipelineRank(widths, stages - 1, 0);
+  std::vector<std::vector<Group>> out;
+  for (int s = 0; s < stages; ++s)
+    for (int part = 0; part < widths[size_t(s)]; ++part) {
+      auto built = stagePlan(net, stageOf, s, replicas, splitParts, part);
+      EXPECT_TRUE(built.ok()) << built.message();
+      if (!built.ok())
+        return {};
+      EXPECT_EQ(built->pipelineRank, static_cast<int>(out.size()));
+      built->activationSlots = built->inputSlots =
+          train::activationSlots(kind, stages, s, static_cast<int>(sizes.size()));
+      StageCalls calls(*built, issue);
+      runSteps(calls, *built, kind, stages, s, sizes, 2, judge);
+      gHeldAlone += calls.heldAlone;
+      out.push_back(std::move(calls.groups));
+    }
   return out;
 }
 
@@ -304,6 +323,50 @@ TEST(NcclTransfers, EveryStepFinishesWithHeldSendsUnderEverySchedule) {
   }
   EXPECT_EQ(played, 7 * 2 * 9 * 2);
   EXPECT_GT(gHeldAlone, 0) << "no plan put a held send's memory where something else is written next";
+}
+
+/// Stages whose layers are split over their ranks (--split): a part's
+/// exchange of its values inside a forward pass, its input gradient's sum
+/// passed on and taken back whole, alone or between pipeline stages, with
+/// 1 to 5 micro-batches under both schedules. A part's receive of the whole
+/// sum into the buffer it sent the partial sum from starts a group of its own.
+TEST(NcclTransfers, SplitLayersPartsFinishEveryStep) {
+  const char *text = R"(input X [5];
+hidden A [6] tanh from X all;
+hidden W [2050] tanh from A all;
+hidden B [4] sigmoid { from W all; from A all; }
+output O [3] softmax from B all;
+)";
+  auto compiled = compileText(text);
+  ASSERT_EQ(compiled->diags.errorCount(), 0u);
+  const ir::Network &net = compiled->network;
+  int played = 0, splitGroups = 0;
+  for (const std::vector<std::string> &cuts :
+       std::vector<std::vector<std::string>>{{}, {"W"}, {"B"}, {"W", "B"}})
+    for (int parts : {2, 3}) {
+      auto stageOf = cost::stagesFromCuts(net, cuts);
+      auto splitParts = plan::splitPartsOf(net, {fmt::format("W:{}", parts)});
+      ASSERT_TRUE(stageOf.ok() && splitParts.ok());
+      for (auto kind :
+           {train::PipelineScheduleKind::OneForwardOneBackward, train::PipelineScheduleKind::GPipe})
+        for (int m = 1; m <= 5; ++m) {
+          SCOPED_TRACE(fmt::format("cut at {}, W:{}, {}, M = {}", fmt::join(cuts, ","), parts,
+                                   train::pipelineScheduleName(kind), m));
+          const std::vector<int64_t> sizes(static_cast<size_t>(m), 3);
+          auto calls = pipelineCalls(net, *stageOf, static_cast<int>(cuts.size()) + 1, kind, sizes,
+                                     m % 2 == 0, Issue::HoldClosingSends, *splitParts);
+          ASSERT_EQ(calls.size(), cuts.size() + static_cast<size_t>(parts));
+          EXPECT_EQ(simulate(calls), "");
+          for (const std::vector<Group> &rank : calls)
+            for (size_t g = 1; g < rank.size(); ++g)
+              splitGroups += rank[g].size() == 1 && rank[g - 1].size() == 1 && rank[g - 1][0].send &&
+                             !rank[g][0].send && rank[g - 1][0].gradient && rank[g][0].gradient &&
+                             rank[g - 1][0].layer == rank[g][0].layer;
+          ++played;
+        }
+    }
+  EXPECT_EQ(played, 4 * 2 * 2 * 5);
+  EXPECT_GT(splitGroups, 0) << "no part's partial sum went in a group of its own before its whole came back";
 }
 
 TEST(NcclTransfers, SendsIssuedAtOnceDeadlockAndTheSimulationSaysWhere) {
@@ -396,7 +459,7 @@ TEST(NcclTransfers, ATransferWithoutItsPeerIsRefused) {
     }
   auto made = runtime::cuda::ncclTransferRun(*plan, 0, plan->ops.size(), 2, 0, {});
   ASSERT_FALSE(made);
-  EXPECT_NE(made.message().find("of stage 1 of 2 has no buffer or peer stage"), std::string::npos)
+  EXPECT_NE(made.message().find("of stage 1 of 2 has no buffer or peer rank"), std::string::npos)
       << made.message();
 }
 

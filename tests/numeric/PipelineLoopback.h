@@ -11,6 +11,7 @@
 #include "codegen/Plan.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/train/Evaluate.h"
 #include "runtime/train/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,87 @@ private:
   Wires &wires_;
   int rank_, size_;
 };
+
+/// A step's micro-batches: `count` of `size` samples of `plan`'s features,
+/// uniform in [low, high), and class labels of its output.
+struct MicroBatches {
+  std::vector<std::vector<float>> features, labels;
+};
+inline MicroBatches randomMicroBatches(std::mt19937 &rng, const plan::Plan &plan, int64_t count, int64_t size,
+                                       float low = -1.0f, float high = 1.0f) {
+  std::uniform_real_distribution<float> unit(low, high);
+  MicroBatches out;
+  for (int64_t m = 0; m < count; ++m) {
+    out.features.emplace_back(static_cast<size_t>(size * plan.featureCount));
+    out.labels.emplace_back(static_cast<size_t>(size));
+    for (float &v : out.features.back())
+      v = unit(rng);
+    for (float &v : out.labels.back())
+      v = static_cast<float>(rng() % static_cast<uint32_t>(std::max<int64_t>(plan.outputNodes, 2)));
+  }
+  return out;
+}
+
+/// One process's step (the reference of the pipeline tests): each
+/// micro-batch forward and back, the first from op 0 (zeroing the
+/// accumulated gradients), the update after the last.
+inline Status runAccumulating(const plan::Plan &plan, runtime::Backend &backend, const MicroBatches &batches,
+                              int64_t size, const std::array<float, plan::kStepScalarCount> &scalars) {
+  const size_t count = batches.features.size();
+  for (size_t m = 0; m < count; ++m) {
+    train::writeStepScalars(plan, backend, scalars);
+    backend.writeInput(0, plan.features, batches.features[m]);
+    backend.writeInput(0, plan.labels, batches.labels[m]);
+    backend.fence();
+    if (Status ran = backend.run(m == 0 ? 0 : plan.stepBegin,
+                                 m + 1 == count ? plan.updateEnd : plan.backwardEnd, size, 0);
+        !ran)
+      return ran;
+  }
+  return Status::success();
+}
+
+/// One op of a rank's step, with what runs before it (the step scalars
+/// and the inputs, before the first op of a micro-batch's pass).
+struct RankOp {
+  size_t op;
+  int64_t batch;
+  std::function<void()> before;
+};
+
+/// Runs every rank's ops in turn, one at a time (rank r: plans[r] on
+/// backends[r]): a receive waits until its peer has sent (the loopback
+/// queue from it holds something), so that the parts of a split layer's
+/// stage exchange inside a forward or backward pass as processes would. An
+/// error names the rank whose op failed, or one that waits for a message
+/// that never comes.
+inline Status runRanks(const std::vector<const plan::Plan *> &plans,
+                       const std::vector<runtime::Backend *> &backends,
+                       const std::vector<std::vector<RankOp>> &work, Wires &wires) {
+  std::vector<size_t> next(plans.size(), 0);
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (size_t r = 0; r < plans.size(); ++r)
+      while (next[r] < work[r].size()) {
+        const RankOp &item = work[r][next[r]];
+        const plan::Op &op = plans[r]->ops[item.op];
+        if (op.kind == plan::OpKind::Receive &&
+            wires.queues[{op.get<plan::TransferAttrs>().peer, static_cast<int>(r)}].empty())
+          break; // its peer has not sent yet
+        if (item.before)
+          item.before();
+        if (Status s = backends[r]->run(item.op, item.op + 1, item.batch, 0, 0); !s)
+          return fail(fmt::format("rank {}, op {} ({}): {}", r, item.op, plan::opName(op.kind), s.message()));
+        ++next[r];
+        progressed = true;
+      }
+  }
+  for (size_t r = 0; r < plans.size(); ++r)
+    if (next[r] != work[r].size())
+      return fail(
+          fmt::format("rank {} waits at op {} for a message that never comes", r, work[r][next[r]].op));
+  return Status::success();
+}
 
 /// Runs every stage's `kind` schedule of `microBatches` micro-batches:
 /// `act(stage, action)` runs one action, and an action that receives runs

@@ -129,30 +129,12 @@ TEST_P(PipelineStages, SameBitsAsOneProcessAccumulating) {
     EXPECT_TRUE(bitIdentical("initial " + name, staged[name], values));
 
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  const int64_t features = one.plan.featureCount;
   for (int64_t step = 1; step <= steps; ++step) {
-    std::vector<std::vector<float>> x(microBatches), labels(microBatches);
-    for (int64_t m = 0; m < microBatches; ++m) {
-      x[size_t(m)].resize(static_cast<size_t>(micro * features));
-      labels[size_t(m)].resize(static_cast<size_t>(micro));
-      for (float &v : x[size_t(m)])
-        v = unit(rng);
-      for (float &v : labels[size_t(m)])
-        v = static_cast<float>(rng() % static_cast<uint32_t>(one.plan.outputNodes));
-    }
+    const MicroBatches batches = randomMicroBatches(rng, one.plan, microBatches, micro);
+    const auto &x = batches.features, &labels = batches.labels;
     const auto scalars = optim::stepScalars(options.update, 0.05f, step, double(micro * microBatches), micro);
-    // One process: each micro-batch whole, the update after the last.
-    for (int64_t m = 0; m < microBatches; ++m) {
-      const bool firstMicro = m == 0, lastMicro = m + 1 == microBatches;
-      train::writeStepScalars(one.plan, *one.backend, scalars);
-      one.backend->writeInput(0, one.plan.features, x[size_t(m)]);
-      one.backend->writeInput(0, one.plan.labels, labels[size_t(m)]);
-      one.backend->fence();
-      Status ran = one.backend->run(firstMicro ? 0 : one.plan.stepBegin,
-                                    lastMicro ? one.plan.updateEnd : one.plan.backwardEnd, micro, 0);
-      ASSERT_TRUE(ran) << ran.message();
-    }
+    Status ran = runAccumulating(one.plan, *one.backend, batches, micro, scalars); // one process
+    ASSERT_TRUE(ran) << ran.message();
     // The pipeline: a forward runs [stepBegin, forwardEnd) (the first of the
     // step from 0, zeroing the gradients), a backward [forwardEnd,
     // backwardEnd) (the last stage's loss included), with the micro-batch's

@@ -61,44 +61,6 @@ std::map<std::string, std::vector<float>> wholeTensors(const std::vector<StageMa
   return out;
 }
 
-/// One op of a rank's step, with what runs before the first op of its
-/// micro-batch's pass (the step scalars, the inputs).
-struct RankOp {
-  size_t op;
-  int64_t batch;
-  std::function<void()> before;
-};
-
-/// Runs every rank's ops in turn, one at a time: a receive waits until its
-/// peer has sent (the loopback queue from it holds something). An error
-/// names the rank whose op failed, or the ranks that wait for one another.
-Status runRanks(std::vector<StageMachine> &ranks, const std::vector<std::vector<RankOp>> &work,
-                Wires &wires) {
-  std::vector<size_t> next(ranks.size(), 0);
-  for (bool progressed = true; progressed;) {
-    progressed = false;
-    for (size_t r = 0; r < ranks.size(); ++r)
-      while (next[r] < work[r].size()) {
-        const RankOp &item = work[r][next[r]];
-        const plan::Op &op = ranks[r].plan.ops[item.op];
-        if (op.kind == plan::OpKind::Receive &&
-            wires.queues[{op.get<plan::TransferAttrs>().peer, static_cast<int>(r)}].empty())
-          break; // its peer has not sent yet
-        if (item.before)
-          item.before();
-        if (Status s = ranks[r].backend->run(item.op, item.op + 1, item.batch, 0, 0); !s)
-          return fail(fmt::format("rank {}, op {} ({}): {}", r, item.op, plan::opName(op.kind), s.message()));
-        ++next[r];
-        progressed = true;
-      }
-  }
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (next[r] != work[r].size())
-      return fail(
-          fmt::format("rank {} waits at op {} for a message that never comes", r, work[r][next[r]].op));
-  return Status::success();
-}
-
 struct SplitCase {
   std::string name;
   std::string text;
@@ -233,29 +195,12 @@ TEST_P(SplitParts, SameBitsAsOneProcessAccumulating) {
   }
 
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-  const int64_t features = one.plan.featureCount;
   for (int64_t step = 1; step <= steps; ++step) {
-    std::vector<std::vector<float>> x(microBatches), labels(microBatches);
-    for (int64_t m = 0; m < microBatches; ++m) {
-      x[size_t(m)].resize(static_cast<size_t>(micro * features));
-      labels[size_t(m)].resize(static_cast<size_t>(micro));
-      for (float &v : x[size_t(m)])
-        v = unit(rng);
-      for (float &v : labels[size_t(m)])
-        v = static_cast<float>(rng() % static_cast<uint32_t>(one.plan.outputNodes));
-    }
+    const MicroBatches batches = randomMicroBatches(rng, one.plan, microBatches, micro);
+    const auto &x = batches.features, &labels = batches.labels;
     const auto scalars = optim::stepScalars(options.update, 0.05f, step, double(micro * microBatches), micro);
-    for (int64_t m = 0; m < microBatches; ++m) {
-      train::writeStepScalars(one.plan, *one.backend, scalars);
-      one.backend->writeInput(0, one.plan.features, x[size_t(m)]);
-      one.backend->writeInput(0, one.plan.labels, labels[size_t(m)]);
-      one.backend->fence();
-      Status ran =
-          one.backend->run(m == 0 ? 0 : one.plan.stepBegin,
-                           m + 1 == microBatches ? one.plan.updateEnd : one.plan.backwardEnd, micro, 0);
-      ASSERT_TRUE(ran) << ran.message();
-    }
+    Status accumulated = runAccumulating(one.plan, *one.backend, batches, micro, scalars); // one process
+    ASSERT_TRUE(accumulated) << accumulated.message();
     // Every rank: each micro-batch forward (the first of the step from 0,
     // zeroing the gradients) and back, then the update.
     std::vector<std::vector<RankOp>> work(ranks.size());
@@ -278,7 +223,13 @@ TEST_P(SplitParts, SameBitsAsOneProcessAccumulating) {
       for (size_t i = m.plan.backwardEnd; i < m.plan.updateEnd; ++i)
         work[r].push_back({i, micro, nullptr});
     }
-    Status ran = runRanks(ranks, work, wires);
+    std::vector<const plan::Plan *> plans;
+    std::vector<runtime::Backend *> backends;
+    for (StageMachine &m : ranks) {
+      plans.push_back(&m.plan);
+      backends.push_back(m.backend.get());
+    }
+    Status ran = runRanks(plans, backends, work, wires);
     ASSERT_TRUE(ran) << ran.message();
   }
   for (const auto &[pair, queue] : wires.queues)
@@ -370,30 +321,37 @@ share { T1, T2 }
     return built ? std::string("built") : built.message();
   };
   EXPECT_EQ(refusal({"A:2"}), "built");
-  EXPECT_EQ(refusal({"X:2"}), "--split X:2: 'X' is an input layer; only a hidden or output layer computes its "
-                              "nodes, and can share them out");
-  EXPECT_EQ(refusal({"S:2"}), "--split S:2: layer 'S' has a 'where' bundle from 'A'; only fully connected layers "
-                              "(every bundle into them `all`) are split");
-  EXPECT_EQ(refusal({"T1:2"}), "--split T1:2: layer 'T1' shares 'T1/A/weights' with layer 'T2' (share): a split "
-                               "layer's weights and biases must be its own");
+  EXPECT_EQ(refusal({"X:2"}),
+            "--split X:2: 'X' is an input layer; only a hidden or output layer computes its "
+            "nodes, and can share them out");
+  EXPECT_EQ(refusal({"S:2"}),
+            "--split S:2: layer 'S' has a 'where' bundle from 'A'; only fully connected layers "
+            "(every bundle into them `all`) are split");
+  EXPECT_EQ(refusal({"T1:2"}),
+            "--split T1:2: layer 'T1' shares 'T1/A/weights' with layer 'T2' (share): a split "
+            "layer's weights and biases must be its own");
   EXPECT_EQ(refusal({"C:2"}), "--split C:2: layer 'C' has a 'convolve' bundle from 'X'; only fully connected "
                               "layers (every bundle into them `all`) are split");
-  EXPECT_EQ(refusal({"O:2"}), "--split O:2: layer 'O': its 3 nodes are computed in one product (a dense op "
-                              "computes at most 1024 outputs at once, and a split gives each rank whole blocks, so "
-                              "that it computes what one process does): only a layer of more than 1024 nodes is split");
-  EXPECT_EQ(refusal({"A:3"}), "--split A:3: layer 'A': its 1500 nodes are computed in 2 blocks of 750 (a dense op "
-                              "computes at most 1024 outputs at once, and a split gives each rank whole blocks, so "
-                              "that it computes what one process does): split it over 2 ranks");
+  EXPECT_EQ(refusal({"O:2"}),
+            "--split O:2: layer 'O': its 3 nodes are computed in one product (a dense op "
+            "computes at most 1024 outputs at once, and a split gives each rank whole blocks, so "
+            "that it computes what one process does): only a layer of more than 1024 nodes is split");
+  EXPECT_EQ(refusal({"A:3"}),
+            "--split A:3: layer 'A': its 1500 nodes are computed in 2 blocks of 750 (a dense op "
+            "computes at most 1024 outputs at once, and a split gives each rank whole blocks, so "
+            "that it computes what one process does): split it over 2 ranks");
   EXPECT_EQ(refusal({"TT1:2"}), "--split TT1:2: network 't' has no layer 'TT1'; did you mean 'T1'?");
   EXPECT_EQ(refusal({"A:2", "A:2"}), "--split names layer 'A' twice");
   EXPECT_EQ(refusal({"A:two"}), "--split 'A:two': the ranks after ':' must be a whole number from 2 to 1024");
   EXPECT_EQ(refusal({"A"}), "--split 'A': give LAYER:RANKS, a layer and the ranks its nodes are shared among "
                             "(e.g. Hidden:2)");
-  EXPECT_EQ(refusal({"A:2", "S:3"}), "--split: layers 'A' and 'S' are split over 2 and 3 ranks; the split layers "
-                                     "share one stage's ranks, so give them the same count");
-  EXPECT_EQ(refusal({"A:2", "T1:2"}, {"S"}),
-            "--split: layers 'A' (stage 0) and 'T1' (stage 1) are split, but split layers must lie in one stage (a "
-            "pipeline then has its stages + 1 ranks): cut so that both fall in one stage, or split only one");
+  EXPECT_EQ(refusal({"A:2", "S:3"}),
+            "--split: layers 'A' and 'S' are split over 2 and 3 ranks; the split layers "
+            "share one stage's ranks, so give them the same count");
+  EXPECT_EQ(
+      refusal({"A:2", "T1:2"}, {"S"}),
+      "--split: layers 'A' (stage 0) and 'T1' (stage 1) are split, but split layers must lie in one stage (a "
+      "pipeline then has its stages + 1 ranks): cut so that both fall in one stage, or split only one");
 }
 
 /// Seeded mutation of --split lists on every example and the networks
@@ -405,7 +363,8 @@ TEST(SplitPlans, RandomSplitsAreBuiltOrRefusedWithAMessage) {
   int built = 0, refused = 0;
   std::vector<std::string> texts = {kSplitNet, kTwoBundles, kLinearOutput}; // with layers that split
   for (const std::string &example : exampleNames())
-    if (std::string text = readFile(sourcePath("examples/" + example)); text.find(" auto") == std::string::npos)
+    if (std::string text = readFile(sourcePath("examples/" + example));
+        text.find(" auto") == std::string::npos)
       texts.push_back(std::move(text));
   for (const std::string &text : texts) {
     auto compiled = compileText(text);
