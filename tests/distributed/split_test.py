@@ -18,7 +18,8 @@ Cases (--case; each a CTest test):
   frozen        a part's rank stopped with SIGSTOP: with --comm-timeout 5 the job ends with netc's
                 message naming the part, the rank and the step.
   killed        a part's rank killed with SIGKILL ends the job; rank 0's checkpoint on disk is whole.
-  mismatch      ranks that disagree about --split are refused before the first step.
+  mismatch      ranks that disagree about --split are refused before the first step; so is a layer too
+                narrow to split, naming it, before any file is written.
 
 Needs mpirun and numpy (scripts/setup.sh --test installs them); exits 77 (a CTest SKIP, with the reason)
 when mpirun is missing.
@@ -194,6 +195,16 @@ def case_killed(args):
 
 def case_mismatch(args):
     data = make_data(args, os.path.join(args.work, "data"), 64)
+    # A layer too narrow to split: refused once the ranks read the network, naming it, before any file.
+    narrow_out = os.path.join(args.work, "narrow")
+    refused = train(args, data, narrow_out, ["--batch", "8", "--split", "A:2"], epochs=1, expect_ok=False)
+    expected = ("wide.net: --split A:2: layer 'A': its 48 nodes are computed in one product (a dense op computes "
+                "at most 1024 outputs at once, and a split gives each rank whole blocks, so that it computes what one "
+                "process does): only a layer of more than 1024 nodes is split")
+    if refused.returncode != 1 or expected not in refused.stderr or os.path.exists(narrow_out):
+        raise Failure(f"--split of a narrow layer: expected exit 1 with '{expected}' and no output folder, got exit "
+                      f"{refused.returncode}:\n{refused.stdout}{refused.stderr}")
+    print(f"a narrow layer is refused: {refused.stderr.strip().splitlines()[0]}")
     out = os.path.join(args.work, "out")
     base = [network(args), "--data", data, "--out", out, "--overwrite", "--epochs", "1", *COMMON, "--batch", "8"]
     command = mpirun_prefix(1) + [args.netc, "train", *base, "--split", "Wide:2", ":", "-np", "1", args.netc,
