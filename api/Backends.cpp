@@ -94,6 +94,7 @@ Expected<BackendSetup> backendSetup(const DeviceSettings &s,
   setup.options.threads = s.threads;
   setup.options.device = choice->device;
   setup.options.variant = std::string(s.cpuIsa);
+  setup.options.denseKernel = std::string(s.denseKernel);
   setup.options.checkEachOp = s.cudaDebug;
   setup.options.captureGraphs = s.cudaGraphs;
   setup.options.allowTf32 = s.precision == "tf32";

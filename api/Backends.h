@@ -41,7 +41,7 @@ chooseDevice(std::string_view device, std::string_view backend, int localRank,
 /// The settings of a run that say where and how it computes (the fields of
 /// TrainSettings, ModelOptions and BenchSettings of the same names).
 struct DeviceSettings {
-  std::string_view device, backend, precision, cpuIsa;
+  std::string_view device, backend, precision, cpuIsa, denseKernel;
   bool cudaDebug = false, cudaGraphs = true;
   int threads = 0, localRank = 0;
 };

@@ -253,7 +253,7 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
   auto plan = plan::buildPlan(compiled.network->impl().network, planOptions);
   if (!plan)
     return fail(plan.message());
-  auto setup = backendSetup({s.device, "", "fp32", s.cpuIsa, false, true, threads, 0});
+  auto setup = backendSetup({s.device, "", "fp32", s.cpuIsa, s.denseKernel, false, true, threads, 0});
   if (!setup)
     return fail(setup.message());
   auto backend = runtime::createBackend(setup->backend, setup->options);

@@ -139,7 +139,7 @@ ModelResult Model::load(const std::string &netPath, const std::string &checkpoin
   impl->name = compiled.network->name();
   impl->network = compiled.network->impl().network;
   auto setup = backendSetup({options.device, options.backend, options.precision, options.cpuIsa,
-                             options.cudaDebug, options.cudaGraphs, options.threads, 0});
+                             options.denseKernel, options.cudaDebug, options.cudaGraphs, options.threads, 0});
   if (!setup) {
     result.failure = FailureKind::Usage;
     result.error = setup.message();
@@ -389,8 +389,9 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
   }
   result.trainBytesPerBatch = double(trainPlan->bytesPerBatch(s.batch));
   result.inferBytesPerBatch = double(inferPlan->bytesPerBatch(s.batch));
-  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug, s.cudaGraphs,
-                             training::threadsPerRank(s.threads, s.launch), s.launch.localRank});
+  auto setup =
+      backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.denseKernel, s.cudaDebug, s.cudaGraphs,
+                    training::threadsPerRank(s.threads, s.launch), s.launch.localRank});
   if (!setup) {
     result.failure = FailureKind::Usage;
     result.error = setup.message();
@@ -419,6 +420,8 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
     (*backend)->attach(&comm);
     threadsUsed = (*backend)->describe().threads;
     result.device = (*backend)->describe().device;
+    result.denseKernels = (*backend)->describe().denseKernels;
+    result.kernelWarning = (*backend)->describe().kernelWarning;
     // The loss sums are read as the trainer reads them: every few steps on a
     // device, where reading waits for the step.
     const int64_t logEvery = std::max<int64_t>(1, (*backend)->describe().defaultLogEvery);

@@ -388,6 +388,15 @@ constexpr TrainKey kTrainKeys[] = {
        s.cpuIsa = v;
        return {};
      }},
+    {"dense_kernel",
+     [](netc::TrainSettings &s, std::string_view v) -> Problem {
+       for (std::string_view name : netc::runtime::kDenseKernelNames)
+         if (v == name || v.empty()) {
+           s.denseKernel = v;
+           return {};
+         }
+       return fmt::format("'{}' is not auto, netc or openblas", v);
+     }},
     {"device",
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        if (v.empty())
@@ -512,12 +521,12 @@ constexpr TrainKey kTrainKeys[] = {
                                 weightDecay, beta1, beta2, epsilon, decay, conditioning, schedule, init,
                                 initDiameter, seed, threads, normalize, shuffle, validation, out, overwrite,
                                 metrics, resume, initFrom, initSkip, task, hiddenNodes, backend, cpuIsa,
-                                device, cudaDebug, cudaGraphs, dataOnDevice, precision, maxMemory, logEvery,
-                                bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup, deterministicChunks,
-                                costModel, checkpointEvery, maxSourceBytes, partition, cuts, microBatches,
-                                pipelineSchedule, splits] = settings;
+                                denseKernel, device, cudaDebug, cudaGraphs, dataOnDevice, precision,
+                                maxMemory, logEvery, bucketMb, launch, commTimeout, sync, lrScaling, lrWarmup,
+                                deterministicChunks, costModel, checkpointEvery, maxSourceBytes, partition,
+                                cuts, microBatches, pipelineSchedule, splits] = settings;
 }
-constexpr size_t kTrainSettingsFields = 54;
+constexpr size_t kTrainSettingsFields = 55;
 static_assert(std::size(kTrainKeys) == kTrainSettingsFields, "one key per field of netc::TrainSettings");
 
 /// One key of netc_compile_options_set (the CLI's flags in snake_case).

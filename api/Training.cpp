@@ -101,8 +101,8 @@ Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, co
   // A device per rank (the CUDA backend): local rank r uses GPU N + r, or
   // N + (r mod G) where a pipeline's ranks share G GPUs.
   const int shared = sharedGpus(s.launch, s.device, s.backend, pipelineAsked(s));
-  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.cudaDebug, s.cudaGraphs,
-                             threadsPerRank(s.threads, s.launch),
+  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.denseKernel, s.cudaDebug,
+                             s.cudaGraphs, threadsPerRank(s.threads, s.launch),
                              shared > 0 ? s.launch.localRank % shared : s.launch.localRank});
   if (!setup)
     return usage(setup.message());
@@ -206,6 +206,8 @@ std::string describeDevice(const runtime::BackendInfo &backend, std::string_view
     out = backend.device;
   if (!note.empty())
     out += out.empty() ? std::string(note) : fmt::format("; {}", note);
+  if (!backend.denseKernels.empty())
+    out += fmt::format("{}dense: {}", out.empty() ? "" : "; ", backend.denseKernels);
   return out.empty() ? out : fmt::format(" ({})", out);
 }
 
@@ -418,7 +420,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     auto settled = settlePipeline(s, *run, network->net(), counts);
     if (!settled)
       refusal = settled.refusal();
-    else if (*settled && (*settled)->stages == 1 && (*settled)->splitParts.empty()) // auto chose data parallelism
+    else if (*settled && (*settled)->stages == 1 &&
+             (*settled)->splitParts.empty()) // auto chose data parallelism
       autoNote = fmt::format("pipeline: none: {} (data parallelism, K = 1, is fastest)", (*settled)->cutBy);
     else
       pipeline = std::move(*settled);
@@ -434,12 +437,10 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       s.batch = pipeline->microBatch;
       s.accumulate = pipeline->microBatches;
     }
-    part = StagePart{pipeline->stageOf,
-                     pipeline->stage,
+    part = StagePart{pipeline->stageOf, pipeline->stage,
                      train::activationSlots(pipeline->schedule, pipeline->stages, pipeline->stage,
                                             static_cast<int>(pipeline->microBatches)),
-                     pipeline->splitParts,
-                     pipeline->part};
+                     pipeline->splitParts, pipeline->part};
   }
   if (!refusal) {
     auto planned = buildTrainingPlan(netPath, s, *run, network->net(), *data, copies, comm.kind() == "nccl",
@@ -504,8 +505,9 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   train::TrainOptions options =
       makeTrainOptions(s, *run, *network, *data, *plan, std::move(fresh), *normalizing, comm, copies);
   if (pipeline)
-    options.pipeline = train::TrainOptions::Pipeline{links->stages.get(), links->copies.get(), pipeline->schedule,
-                                                     pipeline->stage, pipeline->widths, s.splits};
+    options.pipeline =
+        train::TrainOptions::Pipeline{links->stages.get(), links->copies.get(), pipeline->schedule,
+                                      pipeline->stage,     pipeline->widths,    s.splits};
   const ir::Network &net = network->net();
   result.outDir = options.outDir;
   result.trainSamples = data->train.count;
@@ -559,6 +561,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
     listener->onSetup(lines);
     if (folderLock && !folderLock->warning().empty())
       listener->onHint(folderLock->warning());
+    if (!info.kernelWarning.empty())
+      listener->onWarning(info.kernelWarning);
   }
   if (folderLock) // the run is under way: its folder and lock stay
     folderLock->commit();

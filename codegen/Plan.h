@@ -104,7 +104,9 @@ struct SliceAttrs {
 /// `outputs` = the layer's nodes) over `outputs` destination nodes. Wide
 /// layers are computed `block` outputs at a time, one matrix product per
 /// block in order (0: all at once): the input gradient adds the blocks'
-/// products into dx one after another, each block's sum rounded on its own.
+/// products into dx one after another (the CPU's own kernels run each
+/// value's sum on through the blocks; OpenBLAS, cuBLAS and the reference
+/// round each block's sum on its own).
 /// A layer split over the ranks of a pipeline stage (`--split`,
 /// codegen/PlanSplit.cpp) gives each rank whole blocks, so that its products
 /// and the running sum it passes on are those one process computes.

@@ -89,6 +89,7 @@ struct CalibrateSettings {
   std::string outPath;        ///< where the table goes
   std::string device = "cpu"; ///< "cpu" (a GPU's calibration needs a GPU: "cuda")
   std::string cpuIsa;         ///< as TrainSettings::cpuIsa
+  std::string denseKernel;    ///< as TrainSettings::denseKernel
   std::vector<int> threads;   ///< thread counts to measure (empty: 1 and all cores)
   int64_t iterations = 20;    ///< timed steps per op
   /// Rounds of every measurement, interleaved; a time is the median of its

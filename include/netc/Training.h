@@ -213,6 +213,11 @@ struct TrainSettings {
   /// ("avx512", "avx2", "baseline"); empty: the best the machine supports.
   /// `netc` fills it from --cpu-isa or $NETC_CPU_ISA.
   std::string cpuIsa;
+  /// "cpu": the dense products' kernels, "netc" (its own, per instruction
+  /// set), "openblas", or empty/"auto" (netc's where it has vector kernels);
+  /// the run header names them. `netc` fills it from --dense-kernel or
+  /// $NETC_DENSE_KERNEL.
+  std::string denseKernel;
   /// Where to compute (`--device`): "auto" (a GPU when one is usable, else
   /// the CPU; the run header says which and why), "cpu", "cuda" or "cuda:N".
   std::string device = "auto";
@@ -322,6 +327,9 @@ public:
   virtual void onProgress(const TrainProgress &) {}
   virtual void onEpoch(const EpochResult &) {}
   virtual void onHint(const std::string &) {}
+  /// Something that makes the run slower than it could be, with the flag to
+  /// change (e.g. dense products on generic code: BackendInfo::kernelWarning).
+  virtual void onWarning(const std::string &) {}
   /// After the run's last.safetensors was written (at an epoch's end, every
   /// --checkpoint-every steps, at a stop), on the rank that writes it: its
   /// path and the training steps it holds.
@@ -408,6 +416,7 @@ struct ModelOptions {
   int64_t batch = 128;                                       ///< samples per forward pass
   std::string backend;                                       ///< as TrainSettings::backend
   std::string cpuIsa;                                        ///< as TrainSettings::cpuIsa
+  std::string denseKernel;                                   ///< as TrainSettings::denseKernel
   uint64_t maxMemory = 0;                                    ///< as TrainSettings::maxMemory
   std::string device = "auto";                               ///< as TrainSettings::device
   bool cudaDebug = false;                                    ///< as TrainSettings::cudaDebug
@@ -499,6 +508,7 @@ struct BenchSettings {
   std::optional<int64_t> inputSize;
   std::string backend;            ///< as TrainSettings::backend
   std::string cpuIsa;             ///< as TrainSettings::cpuIsa
+  std::string denseKernel;        ///< as TrainSettings::denseKernel
   std::string device = "auto";    ///< as TrainSettings::device
   bool cudaDebug = false;         ///< as TrainSettings::cudaDebug
   bool cudaGraphs = true;         ///< as TrainSettings::cudaGraphs
@@ -538,6 +548,8 @@ struct BenchResult {
   std::string backend;            ///< the backend that ran ("cpu", "cuda", ...)
   std::string device;             ///< what it ran on ("host (avx2)", "NVIDIA H100 ... (cuda:0, ...)")
   std::string deviceNote;         ///< why --device auto chose it (empty for an explicit --device)
+  std::string denseKernels;       ///< what runs the dense products ("netc avx512"; BackendInfo::denseKernels)
+  std::string kernelWarning;      ///< non-empty: they run generic code on a CPU with wider vectors
   /// On a GPU: kernels and library calls per training step, and the device
   /// memory the training plan holds (0 on the CPU).
   int64_t launchesPerStep = 0, deviceBytes = 0;

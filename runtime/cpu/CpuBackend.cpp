@@ -7,9 +7,11 @@
 // keeps batch-scaled buffers feature-major (Kernels.h), so write and read
 // transpose to and from the interface's sample-major order. Input writes are
 // complete on return (fence has nothing to wait for). Threads: OpenMP for
-// the loops, OpenBLAS for GEMM.
+// the loops, OpenBLAS for the dense products where chosen
+// (DenseKernelChoice.h): the run header names the kernels.
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/comm/StageTransfers.h"
+#include "runtime/cpu/DenseKernelChoice.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cblas.h>
@@ -18,6 +20,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <new>
 
@@ -61,11 +64,8 @@ const std::vector<FastTable> &fastTables() {
   static const std::vector<FastTable> tables = [] {
     std::vector<FastTable> list;
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    const bool avx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
-    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    const std::string_view best = bestInstructionSet(hostCpuFeatures());
+    const bool avx512 = best == "avx512", avx2 = avx512 || best == "avx2";
     list.push_back(
         {{"avx512", kFastAvx512, &fast_avx512::toFeatureMajor, &fast_avx512::fromFeatureMajor}, avx512});
     list.push_back({{"avx2", kFastAvx2, &fast_avx2::toFeatureMajor, &fast_avx2::fromFeatureMajor}, avx2});
@@ -121,8 +121,11 @@ int threadCount() {
   return gThreads > 0 ? gThreads : omp_get_max_threads();
 }
 
-size_t workspaceBytes(const plan::Op &op, bool fast, int threads) {
+size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads) {
+  const bool fast = lanes > 0;
   switch (op.kind) {
+  case plan::OpKind::DenseGradWeights: // fast: each thread's transposed panel of inputs
+    return fast ? size_t(threads) * size_t(lanes) * size_t(kDenseGradPanel) * sizeof(float) : 0;
   case plan::OpKind::Convolution: // fast: each thread's cell rows
     return fast ? size_t(threads) * size_t(op.get<plan::ConvAttrs>().window) * sizeof(void *) : 0;
   case plan::OpKind::ConvolutionGradInput: // fast: cell rows; reference: a double per input
@@ -153,6 +156,8 @@ public:
     info.device =
         reference_ ? "host (reference kernels)" : fmt::format("host ({})", kernels_ ? kernels_->name : "");
     info.defaultLogEvery = 1; // reading the sums costs nothing here
+    info.denseKernels = reference_ ? "" : dense_.label;
+    info.kernelWarning = reference_ ? "" : dense_.warning;
     return info;
   }
 
@@ -164,6 +169,16 @@ public:
       return fail(fmt::format("the CPU instruction set '{}' is unknown or not supported by this processor "
                               "(NETC_CPU_ISA); it supports: {}",
                               options_.variant, fmt::join(cpu::instructionSets(), ", ")));
+    std::copy_n(kernels_->kernels, kernelList_.size(), kernelList_.begin());
+    if (!reference_) {
+      dense_ = cpu::chooseDenseKernel(cpu::hostCpuFeatures(), kernels_->name, cpu::hostBlas(),
+                                      options_.denseKernel);
+      if (dense_.kind == cpu::DenseKernelKind::Blas) {
+        kernelList_[static_cast<int>(plan::OpKind::Dense)] = &cpu::blas::Dense;
+        kernelList_[static_cast<int>(plan::OpKind::DenseGradWeights)] = &cpu::blas::DenseGradWeights;
+        kernelList_[static_cast<int>(plan::OpKind::DenseGradInput)] = &cpu::blas::DenseGradInput;
+      }
+    }
     cpu::setThreadCount(options_.threads);
     plan_ = &plan;
     maxBatch_ = maxBatch;
@@ -182,7 +197,7 @@ public:
     size_t workspace = 0;
     commNames_.assign(plan.ops.size(), std::string());
     for (size_t i = 0; i < plan.ops.size(); ++i) {
-      workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], !reference_, threads()));
+      workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
         commNames_[i] = plan::communicationName(plan, plan.ops[i]);
     }
@@ -284,7 +299,7 @@ public:
         continue;
       }
       cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threads()};
-      kernels_->kernels[static_cast<int>(op.kind)](call);
+      kernelList_[static_cast<size_t>(op.kind)](call);
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
       // A started send goes on too: a transport that moves data only inside
@@ -421,6 +436,8 @@ private:
   const plan::Plan *plan_ = nullptr;
   int64_t maxBatch_ = 0;
   const cpu::KernelTable *kernels_ = nullptr;
+  std::array<cpu::Kernel, cpu::kKernelOpCount> kernelList_{}; // kernels_'s, the dense ones as dense_ chose
+  cpu::DenseKernelChoice dense_;
   int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
   int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)
   std::vector<float> arenaStorage_; // the activation arena's slots, then the input arena's

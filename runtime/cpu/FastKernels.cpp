@@ -1,16 +1,15 @@
 // FastKernels.cpp -- the fast CPU kernels for matrix-shaped ops on the
-// feature-major layout (Kernels.h): dense (OpenBLAS GEMM over the batch
-// columns), sparse (CSR loops over lane vectors), every convolution kind
+// feature-major layout (Kernels.h) but the dense products (DenseKernels.cpp):
+// sparse (CSR loops over lane vectors), every convolution kind
 // (direct, register-tiled over maps and window cells, each table index
 // selecting a whole row of batch columns, so no im2col copy), biases, input
 // slices and optimizer updates. Threads split outputs, or batch columns where
 // outputs are shared; every value is summed in a fixed order, so results do
-// not depend on the thread count (OpenBLAS's own blocking may).
+// not depend on the thread count.
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LaneVector.h"
 #include "runtime/optim/Optimizer.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #ifndef NETC_FAST_NAMESPACE
@@ -261,41 +260,6 @@ void ConcatNodes(const KernelCall &c) {
     std::memcpy(y, c.in(p), static_cast<size_t>(a.widths[p] * c.lanes) * sizeof(float));
     y += a.widths[p] * c.lanes;
   }
-}
-
-// Dense: with X [inputs × lanes] and Y [outputs × lanes], Y = W · X, one
-// product per block of outputs (plan::DenseAttrs::block).
-void Dense(const KernelCall &c) {
-  const auto &a = c.op.get<plan::DenseAttrs>();
-  plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(size), static_cast<int>(c.batch),
-                static_cast<int>(a.inputs), 1.0f, c.in(1) + first * a.inputs, static_cast<int>(a.inputs),
-                c.in(0), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out() + first * c.lanes,
-                static_cast<int>(c.lanes));
-  });
-}
-
-// dW [outputs × inputs] = dY · Xᵀ over the batch columns, block by block.
-void DenseGradWeights(const KernelCall &c) {
-  const auto &a = c.op.get<plan::DenseAttrs>();
-  plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(size), static_cast<int>(a.inputs),
-                static_cast<int>(c.batch), 1.0f, c.in(0) + first * c.lanes, static_cast<int>(c.lanes),
-                c.in(1), static_cast<int>(c.lanes), c.op.accumulate ? 1.0f : 0.0f, c.out() + first * a.inputs,
-                static_cast<int>(a.inputs));
-  });
-}
-
-// dX [inputs × lanes] = Wᵀ · dY: each block of outputs' product added to
-// dX in turn (the first overwrites it unless the op accumulates).
-void DenseGradInput(const KernelCall &c) {
-  const auto &a = c.op.get<plan::DenseAttrs>();
-  plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(a.inputs),
-                static_cast<int>(c.batch), static_cast<int>(size), 1.0f, c.in(1) + first * a.inputs,
-                static_cast<int>(a.inputs), c.in(0) + first * c.lanes, static_cast<int>(c.lanes),
-                c.op.accumulate || first > 0 ? 1.0f : 0.0f, c.out(), static_cast<int>(c.lanes));
-  });
 }
 
 void Sparse(const KernelCall &c) {

@@ -1,6 +1,6 @@
 // Kernels.h -- the CPU implementations of every Plan op (codegen/Ops.def):
-// a fast one (OpenBLAS for GEMM-shaped work, specialised loops for the rest,
-// OpenMP across the batch) and a naive reference one computing in double,
+// a fast one (register-tiled loops per instruction set, OpenBLAS for the
+// dense products where chosen, OpenMP across the batch) and a naive reference one computing in double,
 // which the numeric tests compare the fast kernels against. Both tables are
 // derived from Ops.def, so every op has both.
 #pragma once
@@ -65,6 +65,10 @@ using Kernel = void (*)(const KernelCall &);
 /// vector); the feature-major stride is a multiple of it.
 constexpr int64_t kLaneChunk = 16;
 
+/// The fast weight gradient of a dense op transposes its inputs this many
+/// at a time into each thread's workspace (DenseKernels.cpp).
+constexpr int64_t kDenseGradPanel = 128;
+
 /// The fast table, compiled once per instruction set (CMakeLists.txt defines
 /// NETC_FAST_NAMESPACE) into namespace fast_<set>; the backend runs the best
 /// one the processor supports (instructionSets()).
@@ -116,6 +120,15 @@ namespace reference {
 #undef OP
 } // namespace reference
 
+/// The dense products through OpenBLAS (BlasDenseKernels.cpp), which the
+/// fast tables' own (DenseKernels.cpp) give way to where the dense kernel
+/// choice picks OpenBLAS (DenseKernelChoice.h).
+namespace blas {
+void Dense(const KernelCall &call);
+void DenseGradWeights(const KernelCall &call);
+void DenseGradInput(const KernelCall &call);
+} // namespace blas
+
 /// The instruction sets the fast table was built for that this processor
 /// runs, best first ("avx512", "avx2", "baseline").
 std::vector<std::string_view> instructionSets();
@@ -137,9 +150,10 @@ struct KernelTable {
 const KernelTable *fastTable(std::string_view instructionSet);
 const KernelTable *referenceTable();
 
-/// The workspace bytes op `op` needs from the fast (`lanes` > 0) or the
-/// reference table on `threads` threads.
-size_t workspaceBytes(const plan::Op &op, bool fast, int threads);
+/// The workspace bytes op `op` needs from the fast table (`lanes` > 0, the
+/// feature-major row length) or the reference table (`lanes` == 0) on
+/// `threads` threads.
+size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads);
 
 /// The number of threads the fast loops use (OpenMP) and OpenBLAS uses.
 void setThreadCount(int threads);

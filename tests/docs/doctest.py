@@ -36,6 +36,8 @@ Tolerated differences (both sides are normalised before comparing; nothing else 
   - speeds: "55835 img/s", "62,043 images/s", with the spaces that align them, read " <rate> img/s"
     and " <rate> images/s";
   - an estimate's relative error, "error -12.3%", reads error <pct>;
+  - the instruction set of netc's dense kernels, "dense: netc avx512" in a run header or
+    "dense      netc avx2" in netc bench's output, reads netc <isa> (it is the machine's);
   - the progress lines netc prints every 10 s when its output is not a terminal
     ("epoch 3/40: batch 124/251, loss ..., ETA 2:22") are dropped: they come with slowness;
   - the absolute paths of the scratch folder, the build folder and the repository read <scratch>,
@@ -125,6 +127,7 @@ class Normaliser:
         s = re.sub(r"(?<![\w.:])\d+(?:\.\d+)?(?:e[-+]?\d+)? ?(s|ms|us|µs|min)\b", "<time>", s)
         s = re.sub(r"\b(in|ETA) \d+:\d\d(?::\d\d)?\b", r"\1 <time>", s)
         s = re.sub(r"\berror [-+]?\d+(?:\.\d+)?%", "error <pct>", s)
+        s = re.sub(r"\b(dense:? +netc) (?:avx512|avx2|baseline)\b", r"\1 <isa>", s)
         return s.rstrip()
 
     # The plain progress line netc prints every 10 s when its output is not a terminal: whether

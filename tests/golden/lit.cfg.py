@@ -23,6 +23,13 @@ for name in ("OPENBLAS_CORETYPE", "NETC_CPU_ISA"):
 # netc build and --emit=llvm need the LLVM plugin (NETC_WITH_LLVM): their tests say REQUIRES: netc-llvm.
 if config.netc_llvm.upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("netc-llvm")
+# Tests of what netc says on a CPU with AVX2 (or wider) say REQUIRES: cpu-avx2.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if any(line.startswith("flags") and " avx2" in line for line in cpuinfo):
+            config.available_features.add("cpu-avx2")
+except OSError:
+    pass
 # Tests that make device nodes (mknod) say REQUIRES: root.
 if os.geteuid() == 0:
     config.available_features.add("root")

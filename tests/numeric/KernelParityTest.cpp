@@ -7,13 +7,14 @@
 // values, comparing every buffer afterwards; (3) the fast table with 1 and 2
 // threads: bit-identical for every op that does not call OpenBLAS, and the
 // whole step bit-identical too (see ThreadCountDoesNotChangeResults); and a
-// check that the corpus covers every op and kernel kind.
+// check that the corpus covers every op and kernel kind. The dense products
+// run on both their kernels, netc's own and OpenBLAS (fastKinds).
 //
-// Tolerances. The fast kernels compute in float with OpenBLAS's summation
-// order; the references accumulate in double and round once. A float dot
-// product of n terms is off by about sqrt(n)·2^-24 times the sum of |terms|,
-// which for these sizes (n <= a few hundred) is below 1e-5 of the largest
-// value in the buffer. So an element passes when
+// Tolerances. The fast kernels compute in float, summing in their own
+// order (netc's dense products: k ascending; OpenBLAS: its blocking); the references accumulate in double and
+// round once. A float dot product of n terms is off by about sqrt(n)·2^-24 times the sum of |terms|, which
+// for these sizes (n <= a few hundred) is below 1e-5 of the largest value in the buffer. So an element passes
+// when
 //   |fast − reference| <= 1e-4·|reference| + 1e-5·max(1e-3, max|reference|),
 // the second term an absolute floor tied to the buffer's scale, so that a
 // value that cancels to nearly zero is judged against what was summed. The
@@ -39,32 +40,52 @@ using plan::OpKind;
 
 class Parity : public ::testing::TestWithParam<NetCase> {};
 
+/// The fast machines the op-by-op comparison runs: every instruction set
+/// this processor runs with its default dense kernels, and each set's other
+/// dense kernels (netc's own on the baseline set, OpenBLAS on the vector
+/// sets), so both kinds of dense kernel meet the reference everywhere.
+std::vector<MachineKind> fastKinds() {
+  std::vector<MachineKind> kinds;
+  for (std::string_view set : runtime::cpu::instructionSets()) {
+    const MachineKind byDefault{1, false, std::string(set), ""};
+    kinds.push_back(byDefault);
+    kinds.push_back(
+        {1, false, std::string(set), usesBlas(plan::OpKind::Dense, byDefault) ? "netc" : "openblas"});
+  }
+  return kinds;
+}
+std::string kindName(const MachineKind &kind) {
+  return kind.denseKernel.empty() ? kind.variant : kind.variant + ", dense " + kind.denseKernel;
+}
+
 /// Op by op: the reference runs the plan; before each op the fast machines
 /// (one per instruction set this processor runs, see cpu::instructionSets)
 /// are given the reference's whole state, run the same op, and their outputs
 /// are compared with the reference's. Batches 1 and 3 leave most of a lane
 /// chunk as padding; 19 spans two chunks, the second partial. With more than
 /// one sample a second machine per set runs with 2 threads.
-void cpuOpsMatchTheirReference(const NetCase &net) {
+void cpuOpsMatchTheirReference(const NetCase &net, const std::vector<int64_t> &batches = {1, 3, 19}) {
   Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
   ASSERT_GT(compiled.plan.ops.size(), 0u) << net.text;
   const plan::Plan &plan = compiled.plan;
-  const int64_t batches[] = {1, 3, 19};
   double worst = 0; // the largest error as a fraction of the tolerance
   for (int64_t batch : batches) {
     SCOPED_TRACE(fmt::format("batch {}", batch));
     const bool threads = batch > 1;
     Machine reference(plan, batch, {1, true, {}});
     struct FastPair {
-      std::string set;
+      std::string name;
+      MachineKind kind;
       std::unique_ptr<Machine> one, two;
     };
     std::vector<FastPair> fast;
-    for (std::string_view set : runtime::cpu::instructionSets()) {
-      FastPair pair{std::string(set),
-                    std::make_unique<Machine>(plan, batch, MachineKind{1, false, std::string(set)}), nullptr};
-      if (threads)
-        pair.two = std::make_unique<Machine>(plan, batch, MachineKind{2, false, std::string(set)});
+    for (const MachineKind &kind : fastKinds()) {
+      FastPair pair{kindName(kind), kind, std::make_unique<Machine>(plan, batch, kind), nullptr};
+      if (threads) {
+        MachineKind two = kind;
+        two.threads = 2;
+        pair.two = std::make_unique<Machine>(plan, batch, two);
+      }
       fast.push_back(std::move(pair));
     }
     reference.restore(randomState(plan, batch, 1000u + static_cast<uint32_t>(batch)));
@@ -86,14 +107,14 @@ void cpuOpsMatchTheirReference(const NetCase &net) {
         const std::vector<float> r = reference.read(out);
         for (FastPair &f : fast) {
           const std::string what = describeOp(plan, i) + " output " +
-                                   plan.buffers[static_cast<size_t>(out)].name + " (" + f.set + ")";
+                                   plan.buffers[static_cast<size_t>(out)].name + " (" + f.name + ")";
           const std::vector<float> f1 = f.one->read(out);
           EXPECT_TRUE(valuesClose(what, f1, r));
           worst = std::max(worst, compareValues(f1, r, Tolerance{}).worstRatio);
           if (!f.two)
             continue;
           const std::vector<float> f2 = f.two->read(out);
-          if (usesBlas(op.kind)) {
+          if (usesBlas(op.kind, f.kind)) {
             EXPECT_TRUE(valuesClose(what + " (2 threads vs 1)", f2, f1));
           } else {
             EXPECT_TRUE(bitIdentical(what + " (2 threads vs 1)", f2, f1));
@@ -107,6 +128,26 @@ void cpuOpsMatchTheirReference(const NetCase &net) {
 
 TEST_P(Parity, EachOpMatchesItsReference) {
   cpuOpsMatchTheirReference(GetParam());
+}
+
+/// The dense products at sizes that leave every edge of netc's tiles
+/// (DenseKernels.cpp) partial: inputs and outputs not multiples of a row
+/// tile, of a lane vector or of a weight-gradient panel (128 inputs), more
+/// than one panel, outputs in two blocks (over plan::kMaxDenseBlock), and
+/// batches of a partial chunk, of an odd number of chunks (a column block
+/// of one vector) and of more than kKBlock steps of the weight gradient's k.
+TEST(Parity, DenseProductsMatchTheirReferenceAtOddSizes) {
+  const struct {
+    int inputs, hidden, outputs;
+  } sizes[] = {{1, 1, 2}, {7, 13, 3}, {130, 29, 5}, {300, 1030, 11}};
+  for (const auto &size : sizes) {
+    SCOPED_TRACE(fmt::format("{} -> {} -> {}", size.inputs, size.hidden, size.outputs));
+    const NetCase net{"odd",
+                      fmt::format("input I [{}]; hidden H [{}] from I all; output O [{}] from H all;",
+                                  size.inputs, size.hidden, size.outputs),
+                      {}};
+    cpuOpsMatchTheirReference(net, {1, 19, 37, 203});
+  }
 }
 
 /// A part of a split layer's stage (splitPartCases), op by op.
@@ -240,11 +281,10 @@ TEST_P(Parity, WholeTrainingStepMatchesReference) {
 /// bit-identical after a whole step, for the fixed networks and a few random
 /// ones (the 2-thread runs are the slow part of this file on a loaded
 /// 2-core machine). The loops split the batch across threads and compute
-/// each sample in a fixed order; OpenBLAS (the OpenMP build) splits the
-/// output matrix, not the reduction, so it is thread-count independent here
-/// too. If a future OpenBLAS changed that, the per-op test above still pins
-/// the non-BLAS ops to bit-identity, and this test would compare within the
-/// parity tolerance instead.
+/// each sample in a fixed order; netc's dense products give each output
+/// value to one thread, summed in one order. (Where the dense kernels are
+/// OpenBLAS's, on the baseline set, the OpenMP build splits the output
+/// matrix, not the reduction, so it is thread-count independent here too.)
 TEST(ParityThreads, ThreadCountDoesNotChangeResults) {
   std::vector<NetCase> cases = fixedNetworks();
   for (uint32_t seed = 1; seed <= 4; ++seed)

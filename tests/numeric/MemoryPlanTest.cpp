@@ -179,7 +179,8 @@ TEST(MemoryPlan, PartialBatchOnALargerLoadMatches) {
     const int64_t batch = 3;
     const State initial = randomState(plan, batch, 17);
     Machine exact(plan, batch, {1, false, {}});
-    std::unique_ptr<runtime::Backend> larger = runtime::makeCpuBackend({1, 0, {}});
+    std::unique_ptr<runtime::Backend> larger =
+        runtime::makeCpuBackend({1, 0, instructionSetOf(MachineKind{})});
     ASSERT_TRUE(larger->load(plan, 5).ok());
     for (int buffer : {plan.features, plan.labels}) {
       exact.write(buffer, initial[static_cast<size_t>(buffer)]);

@@ -10,6 +10,7 @@
 #include "api/Driver.h"
 #include "codegen/Codegen.h"
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/DenseKernelChoice.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/optim/Optimizer.h"
 #include "tests/SourceFiles.h"
@@ -107,6 +108,7 @@ struct MachineKind {
   int threads = 1;
   bool reference = false;
   std::string variant;
+  std::string denseKernel = {}; // BackendOptions::denseKernel: "" (auto), "netc", "openblas"
 };
 
 /// A parameterised test's name: its case's own (`name` is GoogleTest-safe).
@@ -127,7 +129,8 @@ class Machine {
 public:
   Machine(const plan::Plan &plan, int64_t batch, const MachineKind &kind)
       : plan_(&plan), batch_(batch),
-        backend_(runtime::makeCpuBackend({kind.threads, 0, instructionSetOf(kind)}, kind.reference)) {
+        backend_(runtime::makeCpuBackend({kind.threads, 0, instructionSetOf(kind), kind.denseKernel},
+                                         kind.reference)) {
     Status s = backend_->load(plan, batch);
     EXPECT_TRUE(s.ok()) << s.message();
   }
@@ -311,18 +314,18 @@ inline std::string describeOp(const plan::Plan &plan, size_t index) {
   return out;
 }
 
-/// Ops whose fast kernel calls OpenBLAS (whose blocking may depend on the
-/// thread count).
-inline bool usesBlas(plan::OpKind kind) {
-  switch (kind) {
-  case plan::OpKind::Dense:
-  case plan::OpKind::DenseGradWeights:
-  case plan::OpKind::DenseGradInput:
-  case plan::OpKind::Convolution:
-  case plan::OpKind::ConvolutionGradWeights:
-  case plan::OpKind::ConvolutionGradInput: return true;
-  default: return false;
-  }
+/// Whether op `kind` calls OpenBLAS (whose blocking may depend on the
+/// thread count) on a fast machine of `kind`: the dense products, where the
+/// dense kernel choice picks OpenBLAS for that instruction set.
+inline bool usesBlas(plan::OpKind op, const MachineKind &kind) {
+  if (op != plan::OpKind::Dense && op != plan::OpKind::DenseGradWeights && op != plan::OpKind::DenseGradInput)
+    return false;
+  std::string set = instructionSetOf(kind);
+  if (set.empty())
+    set = runtime::cpu::instructionSets().front();
+  return runtime::cpu::chooseDenseKernel(runtime::cpu::hostCpuFeatures(), set, runtime::cpu::hostBlas(),
+                                         kind.denseKernel)
+             .kind == runtime::cpu::DenseKernelKind::Blas;
 }
 
 } // namespace netc::numeric

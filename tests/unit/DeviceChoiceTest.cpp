@@ -85,16 +85,17 @@ TEST(DeviceChoice, MismatchesAndMalformedDevicesAreRefused) {
 }
 
 TEST(DeviceChoice, SetupChecksThePrecisionAndFillsTheOptions) {
-  auto setup = backendSetup({"cuda", "", "tf32", "avx2", true, false, 3, 0}, gpuOk);
+  auto setup = backendSetup({"cuda", "", "tf32", "avx2", "openblas", true, false, 3, 0}, gpuOk);
   ASSERT_TRUE(setup.ok());
   EXPECT_EQ(setup->backend, "cuda");
   EXPECT_TRUE(setup->options.allowTf32);
   EXPECT_TRUE(setup->options.checkEachOp);
   EXPECT_FALSE(setup->options.captureGraphs);
-  EXPECT_TRUE(backendSetup({"cuda", "", "fp32", "", false, true, 0, 0}, gpuOk)->options.captureGraphs);
+  EXPECT_TRUE(backendSetup({"cuda", "", "fp32", "", "", false, true, 0, 0}, gpuOk)->options.captureGraphs);
   EXPECT_EQ(setup->options.threads, 3);
   EXPECT_EQ(setup->options.variant, "avx2");
-  auto fp16 = backendSetup({"cpu", "", "fp16", "", false, true, 0, 0}, gpuOk);
+  EXPECT_EQ(setup->options.denseKernel, "openblas");
+  auto fp16 = backendSetup({"cpu", "", "fp16", "", "", false, true, 0, 0}, gpuOk);
   ASSERT_FALSE(fp16.ok());
   EXPECT_EQ(fp16.message(), "--precision: 'fp16' is not fp32 or tf32");
 }

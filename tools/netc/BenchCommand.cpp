@@ -42,6 +42,8 @@ int runBench(BenchArgs &args) {
   }
   if (!rankZero) // rank 0 reports the job's figures
     return kSuccess;
+  if (!r.kernelWarning.empty())
+    std::fprintf(stderr, "netc: warning: %s\n", r.kernelWarning.c_str());
   if (args.format == "json") {
     nlohmann::json j = {{"train_images_per_sec", r.trainImagesPerSecond},
                         {"infer_images_per_sec", r.inferImagesPerSecond},
@@ -54,6 +56,7 @@ int runBench(BenchArgs &args) {
                         {"infer_bytes_per_batch", r.inferBytesPerBatch},
                         {"backend", r.backend},
                         {"device", r.device},
+                        {"dense_kernels", r.denseKernels},
                         {"launches_per_step", r.launchesPerStep},
                         {"resident_input", args.settings.residentInput},
                         {"device_bytes", r.deviceBytes},
@@ -70,19 +73,21 @@ int runBench(BenchArgs &args) {
   }
   if (args.format == "text")
     printOpProfile(r.profile);
-  std::printf("%s", fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"
-                                "training   {:>10.0f} images/s (median of {})\n"
-                                "inference  {:>10.0f} images/s (median of {})\n"
-                                "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n"
-                                "device     {}: {}{}\n",
-                                printableText(args.file), r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
-                                r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks)
-                                            : std::string(),
-                                r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
-                                r.inferRuns.size(), r.trainBytesPerBatch / (1 << 20),
-                                r.inferBytesPerBatch / (1 << 20), r.backend, r.device,
-                                r.deviceNote.empty() ? std::string() : fmt::format(" ({})", r.deviceNote))
-                        .c_str());
+  std::printf(
+      "%s",
+      fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"
+                  "training   {:>10.0f} images/s (median of {})\n"
+                  "inference  {:>10.0f} images/s (median of {})\n"
+                  "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n"
+                  "device     {}: {}{}\n{}",
+                  printableText(args.file), r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
+                  r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks) : std::string(),
+                  r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
+                  r.inferRuns.size(), r.trainBytesPerBatch / (1 << 20), r.inferBytesPerBatch / (1 << 20),
+                  r.backend, r.device,
+                  r.deviceNote.empty() ? std::string() : fmt::format(" ({})", r.deviceNote),
+                  r.denseKernels.empty() ? std::string() : fmt::format("dense      {}\n", r.denseKernels))
+          .c_str());
   return kSuccess;
 }
 
@@ -101,6 +106,7 @@ void addBenchCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   addMaxSourceSizeOption(*cmd, s.maxSourceBytes);
   addMaxMemoryOption(*cmd, s.maxMemory);
   addCpuIsaOption(*cmd, s.cpuIsa);
+  addDenseKernelOption(*cmd, s.denseKernel);
   addIntegerOption(*cmd, "--warmup", s.warmup, int64_t{0}, kMaxInt64, "Untimed steps first");
   addIntegerOption(*cmd, "--iterations", s.iterations, int64_t{1}, kMaxInt64, "Timed steps per repeat");
   addIntegerOption(*cmd, "--repeats", s.repeats, int64_t{1}, kMaxInt64, "Repeats (the median is reported)");

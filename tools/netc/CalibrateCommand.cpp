@@ -102,6 +102,7 @@ void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::st
                    "rounds' medians, so a burst of load that hits one round does not move it")
       ->capture_default_str();
   addCpuIsaOption(*cmd, s.cpuIsa);
+  addDenseKernelOption(*cmd, s.denseKernel);
   addRanksOption(*cmd, args->ranks);
   // calibrate has no --batch (its probes choose their batches): say --ranks without it.
   cmd->get_option("--ranks")->description(

@@ -5,6 +5,7 @@
 #include "support/DiagnosticPrinter.h"
 #include "support/PrintableText.h"
 
+#include "runtime/core/Backend.h"
 #include "runtime/cpu/Kernels.h"
 #include "support/NumberText.h"
 
@@ -141,6 +142,20 @@ CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa) {
                   "CPU backend: the fast kernels' instruction set, avx512, avx2 or baseline (default: "
                   "$NETC_CPU_ISA, else the best this processor supports)")
       ->check(cpuIsaProblem)
+      ->type_name("NAME");
+}
+
+CLI::Option *addDenseKernelOption(CLI::App &app, std::string &kernel) {
+  if (const char *env = std::getenv("NETC_DENSE_KERNEL"))
+    kernel = env;
+  std::vector<std::string> names(std::begin(runtime::kDenseKernelNames),
+                                 std::end(runtime::kDenseKernelNames));
+  return app
+      .add_option("--dense-kernel", kernel,
+                  "CPU backend: the dense products' kernels, auto (netc's own where it has vector kernels "
+                  "for the processor, else OpenBLAS), netc or openblas (default: $NETC_DENSE_KERNEL, else "
+                  "auto); the run header names them")
+      ->check(CLI::IsMember(names))
       ->type_name("NAME");
 }
 

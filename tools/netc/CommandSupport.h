@@ -107,6 +107,9 @@ CLI::Option *addThreadsOption(CLI::App &app, int &threads);
 /// processor does not run, is a usage error (cpuIsaProblem); a bad
 /// $NETC_CPU_ISA is reported, naming it, when the CPU backend loads.
 CLI::Option *addCpuIsaOption(CLI::App &app, std::string &isa);
+/// --dense-kernel NAME (auto, netc, openblas) into `kernel`, which starts as
+/// $NETC_DENSE_KERNEL (the only place netc reads it).
+CLI::Option *addDenseKernelOption(CLI::App &app, std::string &kernel);
 /// "" when `name` is empty or an instruction set this processor runs,
 /// otherwise why not, with the names to use.
 std::string cpuIsaProblem(const std::string &name);

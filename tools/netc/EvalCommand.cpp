@@ -84,6 +84,7 @@ void addEvalCommand(CLI::App &app, int &exitCode) {
   addMaxSourceSizeOption(*cmd, args->model.maxSourceBytes);
   addMaxMemoryOption(*cmd, args->model.maxMemory);
   addCpuIsaOption(*cmd, args->model.cpuIsa);
+  addDenseKernelOption(*cmd, args->model.denseKernel);
   addDeviceOptions(*cmd, args->model);
   cmd->add_option("--format", args->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))

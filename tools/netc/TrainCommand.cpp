@@ -207,6 +207,12 @@ public:
     progress_.clear();
     std::fprintf(stderr, "netc: hint: %s\n", printableText(hint).c_str());
   }
+  void onWarning(const std::string &warning) override {
+    if (silent_)
+      return;
+    progress_.clear();
+    std::fprintf(stderr, "netc: warning: %s\n", printableText(warning).c_str());
+  }
   void onCheckpoint(const std::string &path, int64_t step) override {
     setOnDiskNote(fmt::format("netc: {} holds the run after step {}; continue with: {}\n",
                               printableText(path), step, resumeCommand(commandLine_, path, launch_)));
@@ -308,10 +314,11 @@ int runTrain(TrainArgs &args) {
     if (LaunchResult here = launchFromEnvironment();
         here.ok() && here.launch.size <= 1 && here.launch.jobId.empty()) {
       request.ranks = pipelineRanks;
-      request.impliedBy = extra > 0 ? fmt::format("--split {}{}", s.splits.front(),
-                                                  stages > 1 ? fmt::format(" with {} stages", stages) : std::string())
-                          : s.cuts.empty() ? fmt::format("--partition {}", stages)
-                                           : fmt::format("--cut's {} stages", stages);
+      request.impliedBy =
+          extra > 0        ? fmt::format("--split {}{}", s.splits.front(),
+                                  stages > 1 ? fmt::format(" with {} stages", stages) : std::string())
+                 : s.cuts.empty() ? fmt::format("--partition {}", stages)
+                           : fmt::format("--cut's {} stages", stages);
     }
   if (auto done = settleLaunch(request, s.device, s.threads, args.commandLine, s.launch))
     return *done;
@@ -471,6 +478,7 @@ void addTrainCommand(CLI::App &app, int &exitCode, const std::vector<std::string
   cmd->add_flag("--data-on-device", s.dataOnDevice,
                 "Load the training set into GPU memory once and gather each batch there (CUDA only)");
   addCpuIsaOption(*cmd, s.cpuIsa);
+  addDenseKernelOption(*cmd, s.denseKernel);
   addIntegerOption(
       *cmd, "--checkpoint-every", s.checkpointEvery, int64_t{1}, kMaxInt64,
       "Also save last.safetensors (resumable exactly, mid-epoch) every STEPS training steps, so that "
