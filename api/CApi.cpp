@@ -194,6 +194,7 @@ public:
       message(line);
   }
   void onHint(const std::string &hint) override { message(hint); }
+  void onWarning(const std::string &warning) override { message("warning: " + warning); }
   void onProgress(const netc::TrainProgress &p) override {
     netc_train_event event;
     event.kind = NETC_TRAIN_EVENT_PROGRESS;

@@ -422,6 +422,7 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
     result.device = (*backend)->describe().device;
     result.denseKernels = (*backend)->describe().denseKernels;
     result.kernelWarning = (*backend)->describe().kernelWarning;
+    result.threadNote = (*backend)->describe().threadNote;
     // The loss sums are read as the trainer reads them: every few steps on a
     // device, where reading waits for the step.
     const int64_t logEvery = std::max<int64_t>(1, (*backend)->describe().defaultLogEvery);

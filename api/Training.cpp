@@ -208,6 +208,8 @@ std::string describeDevice(const runtime::BackendInfo &backend, std::string_view
     out += out.empty() ? std::string(note) : fmt::format("; {}", note);
   if (!backend.denseKernels.empty())
     out += fmt::format("{}dense: {}", out.empty() ? "" : "; ", backend.denseKernels);
+  if (!backend.threadNote.empty())
+    out += fmt::format("{}{}", out.empty() ? "" : "; ", backend.threadNote);
   return out.empty() ? out : fmt::format(" ({})", out);
 }
 

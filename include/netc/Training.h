@@ -187,7 +187,7 @@ struct TrainSettings {
   InitKind init = InitKind::Uniform;
   float initDiameter = 0.1f;
   std::optional<uint64_t> seed; ///< none: drawn from the clock (reported back)
-  int threads = 0;              ///< 0: all cores; at most kMaxThreads
+  int threads = 0;              ///< 0: the cores other running tasks leave free; at most kMaxThreads
   /// Unset: minmax, or with `resume` / `initFrom` the normalizer recorded in
   /// the checkpoint.
   std::optional<Normalize> normalize;
@@ -550,6 +550,7 @@ struct BenchResult {
   std::string deviceNote;         ///< why --device auto chose it (empty for an explicit --device)
   std::string denseKernels;       ///< what runs the dense products ("netc avx512"; BackendInfo::denseKernels)
   std::string kernelWarning;      ///< non-empty: they run generic code on a CPU with wider vectors
+  std::string threadNote;         ///< how the threads were chosen and wait (BackendInfo::threadNote)
   /// On a GPU: kernels and library calls per training step, and the device
   /// memory the training plan holds (0 on the CPU).
   int64_t launchesPerStep = 0, deviceBytes = 0;

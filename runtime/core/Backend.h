@@ -30,6 +30,9 @@
 namespace netc::runtime {
 
 /// How to create a backend; every field means the same to every backend.
+/// The names BackendOptions::denseKernel takes (`--dense-kernel`).
+inline constexpr std::string_view kDenseKernelNames[] = {"auto", "netc", "openblas"};
+
 struct BackendOptions {
   int threads = 0; // host threads; 0: the backend's default (all cores)
   int device = 0;  // which device (backends with several)
@@ -39,6 +42,9 @@ struct BackendOptions {
   /// "cuda", "no-cudnn" runs every convolution through netc's own kernels
   /// (empty: cuDNN where it can compute the op exactly).
   std::string variant;
+  /// "cpu": the dense products' kernels (`--dense-kernel`: "auto" or empty,
+  /// "netc", "openblas"; runtime/cpu/DenseKernelChoice.h). Other backends ignore it.
+  std::string denseKernel = {};
   /// Check each op as it runs (`--cuda-debug`): a device backend waits for
   /// every op and names the op and layer of the first that fails. Slow.
   bool checkEachOp = false;
@@ -57,6 +63,14 @@ struct BackendInfo {
   int threads = 1;             // host threads it runs
   std::string device;          // "AMD EPYC (avx2)", "NVIDIA H100", ...
   int64_t defaultLogEvery = 1; // steps between reads of the loss sums (--log-every)
+  /// The kernels of the dense products ("netc avx512", "OpenBLAS 0.3.21
+  /// Haswell", "cuBLAS"; empty where the backend does not say), and a
+  /// warning when they run generic code on a processor with wider vectors.
+  std::string denseKernels, kernelWarning;
+  /// How the host threads were chosen and wait ("--threads 0: 1 of 2 cores,
+  /// 1 other task running; idle threads spin 1000 then sleep (netc's
+  /// default)"; empty where the backend does not say).
+  std::string threadNote;
   /// Device backends: the kernels and library calls the last run issued
   /// (a library call counted once), and the device memory the plan holds.
   int64_t launchesLastRun = 0;

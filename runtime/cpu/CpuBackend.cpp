@@ -13,6 +13,7 @@
 #include "runtime/comm/StageTransfers.h"
 #include "runtime/cpu/DenseKernelChoice.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/ThreadPolicy.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -145,7 +146,10 @@ namespace {
 
 class CpuBackend final : public Backend {
 public:
-  CpuBackend(const BackendOptions &options, bool reference) : options_(options), reference_(reference) {}
+  CpuBackend(const BackendOptions &options, bool reference)
+      : options_(options), reference_(reference), cores_(omp_get_num_procs()),
+        others_(options.threads > 0 ? 0 : cpu::hostOtherRunnableTasks()),
+        threads_(cpu::chooseThreadCount(options.threads, cores_, others_)) {}
 
   std::string_view name() const override { return reference_ ? "cpu-reference" : "cpu"; }
 
@@ -158,6 +162,11 @@ public:
     info.defaultLogEvery = 1; // reading the sums costs nothing here
     info.denseKernels = reference_ ? "" : dense_.label;
     info.kernelWarning = reference_ ? "" : dense_.warning;
+    info.threadNote = options_.threads > 0
+                          ? cpu::hostWaitPolicy()
+                          : fmt::format("--threads 0: {} of {} cores{}; {}", threads_, cores_,
+                                        others_ > 0 ? fmt::format(", {} other task(s) running", others_) : "",
+                                        cpu::hostWaitPolicy());
     return info;
   }
 
@@ -179,7 +188,7 @@ public:
         kernelList_[static_cast<int>(plan::OpKind::DenseGradInput)] = &cpu::blas::DenseGradInput;
       }
     }
-    cpu::setThreadCount(options_.threads);
+    cpu::setThreadCount(threads());
     plan_ = &plan;
     maxBatch_ = maxBatch;
     // Size check before any allocation.
@@ -315,7 +324,7 @@ public:
   Status finishTransfers() override { return transfers_.pending() ? transfers_.finish() : Status::success(); }
 
 private:
-  int threads() const { return options_.threads > 0 ? options_.threads : omp_get_num_procs(); }
+  int threads() const { return threads_; }
 
   /// Op `index`, a communication op: starts an all-reduce of its arena range
   /// in place, or waits for every one started (dividing the means).
@@ -433,6 +442,7 @@ private:
 
   BackendOptions options_;
   bool reference_;
+  int cores_, others_, threads_; // the machine's cores, the other runnable tasks seen, the threads run
   const plan::Plan *plan_ = nullptr;
   int64_t maxBatch_ = 0;
   const cpu::KernelTable *kernels_ = nullptr;

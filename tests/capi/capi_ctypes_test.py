@@ -4,15 +4,27 @@ from Python through ctypes, as a binding in another language would: checks a
 bad network (diagnostic code and range), reads a good one's layers, refuses
 an unknown training key, trains examples/mnist.net for one epoch on the
 committed digits with an event callback, loads the checkpoint and predicts a
-batch. Exits 1 on the first failed check.
+batch. Another BLAS is loaded into the process first, with its symbols global
+(as numpy's is in a Python program): the run header must still name netc's
+own dense kernels where the CPU has AVX2 or AVX-512. Exits 1 on the first
+failed check.
 
 Usage: capi_ctypes_test.py LIBNETC_SO SOURCE_DIR WORK_DIR
 """
 import ctypes
+import ctypes.util
 import math
 import sys
 
 lib_path, source_dir, work_dir = sys.argv[1:4]
+# The system's BLAS (libblas.so.3: Debian's alternatives pick an OpenBLAS or the reference BLAS),
+# loaded before libnetc with its symbols global, so that its cblas_sgemm comes first.
+other_blas = ctypes.util.find_library("blas")
+if other_blas:
+    ctypes.CDLL(other_blas, mode=ctypes.RTLD_GLOBAL)
+    print("loaded first:", other_blas)
+else:
+    print("no system BLAS to load first (libblas.so.3 is not installed)")
 netc = ctypes.CDLL(lib_path)
 
 c_char_p, c_size_t, c_int, c_void_p = ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p
@@ -59,6 +71,7 @@ CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_void_p)
 declare("netc_train", c_int, c_char_p, c_void_p, CALLBACK, c_void_p, P(c_void_p))
 declare("netc_train_event_get_kind", c_int, c_void_p)
 declare("netc_train_event_value", c_int, c_void_p, c_char_p, P(ctypes.c_double))
+declare("netc_train_event_text", c_char_p, c_void_p)
 declare("netc_train_result_value", c_int, c_void_p, c_char_p, P(ctypes.c_double))
 declare("netc_train_result_free", None, c_void_p)
 declare("netc_model_load", c_int, c_char_p, c_char_p, P(c_void_p))
@@ -69,6 +82,7 @@ declare("netc_model_free", None, c_void_p)
 
 NETC_OK, NETC_ERROR_INVALID_ARGUMENT, NETC_ERROR_UNKNOWN_KEY, NETC_ERROR_BAD_VALUE = 0, 1, 2, 3
 NETC_TRAIN_EVENT_EPOCH = 1
+NETC_TRAIN_EVENT_MESSAGE = 2
 
 
 def check(condition, what):
@@ -140,6 +154,7 @@ check(b"'learning_rate'" in netc.netc_last_error() and b"lr" in netc.netc_last_e
 check(netc.netc_train_settings_set(settings, b"epochs", b"many") == NETC_ERROR_BAD_VALUE, "bad value")
 
 epoch_losses = []
+messages = []
 
 
 def on_event(event, user):
@@ -147,6 +162,8 @@ def on_event(event, user):
         loss = ctypes.c_double()
         netc.netc_train_event_value(event, b"train_loss", ctypes.byref(loss))
         epoch_losses.append(loss.value)
+    elif netc.netc_train_event_get_kind(event) == NETC_TRAIN_EVENT_MESSAGE:
+        messages.append(netc.netc_train_event_text(event).decode())
 
 
 callback = CALLBACK(on_event)
@@ -162,6 +179,16 @@ netc.netc_train_result_free(result)
 print("trained:", ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
 check(metrics["epochs"] == 1 and epoch_losses == [metrics["train_loss"]], "one epoch event with the final loss")
 check(math.isfinite(metrics["test_loss"]), "finite test loss")
+with open("/proc/cpuinfo") as cpuinfo:
+    vector_cpu = any(line.startswith("flags") and " avx2" in line for line in cpuinfo)
+header = [m for m in messages if m.startswith("training ")]
+check(len(header) == 1, f"one training line in the run header: {messages}")
+if vector_cpu:
+    check("dense: netc avx" in header[0], f"netc's own dense kernels with another BLAS loaded: {header[0]}")
+    check(not any(m.startswith("warning:") for m in messages), f"no kernel warning: {messages}")
+    print("dense kernels with another BLAS loaded:", header[0][header[0].index("dense: "):])
+else:
+    print("the CPU has no AVX2: the dense kernels' name is not checked")
 
 # predict: the checkpoint, a batch of two samples.
 model = c_void_p()

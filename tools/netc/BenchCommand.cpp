@@ -79,14 +79,15 @@ int runBench(BenchArgs &args) {
                   "training   {:>10.0f} images/s (median of {})\n"
                   "inference  {:>10.0f} images/s (median of {})\n"
                   "memory     {:.1f} MiB training, {:.1f} MiB inference per batch\n"
-                  "device     {}: {}{}\n{}",
+                  "device     {}: {}{}\n{}{}",
                   printableText(args.file), r.batch, r.ranks > 1 ? " per rank" : "", r.threads,
                   r.ranks > 1 ? fmt::format(" per rank, {} ranks (data parallel)", r.ranks) : std::string(),
                   r.params, r.trainImagesPerSecond, r.trainRuns.size(), r.inferImagesPerSecond,
                   r.inferRuns.size(), r.trainBytesPerBatch / (1 << 20), r.inferBytesPerBatch / (1 << 20),
                   r.backend, r.device,
                   r.deviceNote.empty() ? std::string() : fmt::format(" ({})", r.deviceNote),
-                  r.denseKernels.empty() ? std::string() : fmt::format("dense      {}\n", r.denseKernels))
+                  r.denseKernels.empty() ? std::string() : fmt::format("dense      {}\n", r.denseKernels),
+                  r.threadNote.empty() ? std::string() : fmt::format("threads    {}\n", r.threadNote))
           .c_str());
   return kSuccess;
 }

@@ -102,7 +102,8 @@ void addMaxMemoryOption(CLI::App &app, uint64_t &bytes) {
 }
 
 CLI::Option *addThreadsOption(CLI::App &app, int &threads) {
-  return addIntegerOption(app, "--threads", threads, 0, kMaxThreads, "CPU threads (0: all cores)")
+  return addIntegerOption(app, "--threads", threads, 0, kMaxThreads,
+                          "CPU threads (0: the cores other running tasks leave free)")
       ->each([](const std::string &text) {
         const unsigned cores = std::thread::hardware_concurrency();
         int value = 0;

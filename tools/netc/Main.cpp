@@ -2,13 +2,19 @@
 // a subcommand. Usage errors exit with 2 (printed by rank 0 alone when the
 // process is a rank of a job). Standard output is shared by every
 // subcommand, so whether it was written completely is checked once, here:
-// a failed write or close (a full disk, `> /dev/full`) exits with 1.
+// a failed write or close (a full disk, `> /dev/full`) exits with 1. The
+// commands that run kernels first give OpenMP netc's wait policy.
 #include "CommandSupport.h"
 #include "netc/netc.h"
+#include "runtime/cpu/ThreadPolicy.h"
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace {
 
@@ -32,9 +38,33 @@ int finishStandardOutput(int exitCode) {
   return exitCode == netc::cli::kSuccess ? netc::cli::kInputError : exitCode;
 }
 
+/// The commands that run kernels on OpenMP threads.
+bool runsKernels(std::string_view command) {
+  for (std::string_view name : {"train", "eval", "predict", "bench", "calibrate"})
+    if (command == name)
+      return true;
+  return false;
+}
+
+/// Gives libgomp netc's wait policy (runtime/cpu/ThreadPolicy.h) unless the
+/// user set one: libgomp reads it once, as it is loaded, so the process
+/// runs itself again with it in the environment. When that fails, it runs
+/// on under libgomp's default, which the run header then names.
+void settleWaitPolicy(int argc, char **argv) {
+  if (argc < 2 || !runsKernels(argv[1]))
+    return;
+  const auto choice =
+      netc::runtime::cpu::chooseWaitPolicy(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
+  if (choice.setSpinCount.empty() || setenv("GOMP_SPINCOUNT", choice.setSpinCount.c_str(), 1) != 0)
+    return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GOMP_SPINCOUNT");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  settleWaitPolicy(argc, argv);
   CLI::App app{"netc -- a compiler and runner for Net#, the network language of Azure ML"};
   app.set_version_flag("--version", std::string("netc ") + netc::version());
   app.require_subcommand(1);

@@ -1,0 +1,96 @@
+// ThreadPolicy.cpp -- the wait policy and thread count choices of
+// ThreadPolicy.h, and the readers of this machine's environment and load.
+#include "runtime/cpu/ThreadPolicy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace netc::runtime::cpu {
+
+WaitPolicyChoice chooseWaitPolicy(const char *ompWaitPolicy, const char *gompSpinCount) {
+  if (ompWaitPolicy || gompSpinCount)
+    return {};
+  return {std::string(kNetcSpinCount)};
+}
+
+std::string describeWaitPolicy(const char *ompWaitPolicy, const char *gompSpinCount) {
+  if (gompSpinCount) {
+    const std::string_view count = gompSpinCount;
+    const std::string source =
+        count == kNetcSpinCount && !ompWaitPolicy ? "netc's default" : "GOMP_SPINCOUNT";
+    return count == "0" ? fmt::format("idle threads sleep at once ({})", source)
+                        : fmt::format("idle threads spin {} then sleep ({})", count, source);
+  }
+  if (ompWaitPolicy) {
+    std::string policy = ompWaitPolicy;
+    std::transform(policy.begin(), policy.end(), policy.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    if (policy == "passive")
+      return "idle threads sleep at once (OMP_WAIT_POLICY=passive)";
+    if (policy == "active")
+      return "idle threads spin (OMP_WAIT_POLICY=active)";
+  }
+  return "idle threads spin 300000 then sleep (libgomp's default)";
+}
+
+std::string hostWaitPolicy() {
+  return describeWaitPolicy(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
+}
+
+int otherRunnableTasks(std::string_view loadavg, int ownRunning) {
+  // "0.52 0.58 0.59 3/712 12345": the fourth field's first number.
+  size_t at = 0;
+  for (int field = 0; field < 3; ++field) {
+    at = loadavg.find(' ', at);
+    if (at == std::string_view::npos)
+      return 0;
+    ++at;
+  }
+  const size_t slash = loadavg.find('/', at);
+  if (slash == std::string_view::npos)
+    return 0;
+  int running = 0;
+  const auto [end, error] = std::from_chars(loadavg.data() + at, loadavg.data() + slash, running);
+  if (error != std::errc() || end != loadavg.data() + slash || running < 1)
+    return 0;
+  return std::max(0, running - std::max(1, ownRunning));
+}
+
+namespace {
+std::string fileText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+} // namespace
+
+int hostOtherRunnableTasks() {
+  const std::string loadavg = fileText("/proc/loadavg");
+  if (loadavg.empty())
+    return 0;
+  // This process's threads in state R: "tid (name) R ...", the name in parentheses.
+  int ownRunning = 0;
+  std::error_code error;
+  for (const auto &task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const std::string stat = fileText(task.path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'R')
+      ++ownRunning;
+  }
+  return otherRunnableTasks(loadavg, ownRunning);
+}
+
+int chooseThreadCount(int requested, int cores, int othersRunnable) {
+  if (requested > 0)
+    return requested;
+  return std::max(1, cores - std::max(0, othersRunnable));
+}
+
+} // namespace netc::runtime::cpu

@@ -1,0 +1,63 @@
+// ThreadPolicyTest.cpp -- the CPU backend's thread choices on a busy machine
+// (runtime/cpu/ThreadPolicy.h) as pure functions of recorded cases: netc's
+// OpenMP wait policy only where the user set none, the run header's words
+// for each policy, the other runnable tasks read from /proc/loadavg lines,
+// and the threads `--threads 0` takes beside them.
+#include "runtime/cpu/ThreadPolicy.h"
+
+#include <gtest/gtest.h>
+
+namespace netc::runtime::cpu {
+namespace {
+
+TEST(ThreadPolicy, NetcSetsTheSpinBoundOnlyWhereTheUserSetNone) {
+  EXPECT_EQ(chooseWaitPolicy(nullptr, nullptr).setSpinCount, kNetcSpinCount);
+  EXPECT_EQ(chooseWaitPolicy("active", nullptr).setSpinCount, "");
+  EXPECT_EQ(chooseWaitPolicy("PASSIVE", nullptr).setSpinCount, "");
+  EXPECT_EQ(chooseWaitPolicy(nullptr, "0").setSpinCount, "");
+  EXPECT_EQ(chooseWaitPolicy(nullptr, "100").setSpinCount, "");
+  EXPECT_EQ(chooseWaitPolicy(nullptr, "300000").setSpinCount, "");
+  EXPECT_EQ(chooseWaitPolicy("", nullptr).setSpinCount, ""); // set, if empty: the user's
+}
+
+TEST(ThreadPolicy, TheHeaderNamesThePolicyInEffect) {
+  EXPECT_EQ(describeWaitPolicy(nullptr, std::string(kNetcSpinCount).c_str()),
+            "idle threads sleep at once (netc's default)");
+  EXPECT_EQ(describeWaitPolicy("active", "0"), "idle threads sleep at once (GOMP_SPINCOUNT)");
+  EXPECT_EQ(describeWaitPolicy(nullptr, "20000"), "idle threads spin 20000 then sleep (GOMP_SPINCOUNT)");
+  EXPECT_EQ(describeWaitPolicy("passive", nullptr), "idle threads sleep at once (OMP_WAIT_POLICY=passive)");
+  EXPECT_EQ(describeWaitPolicy("ACTIVE", nullptr), "idle threads spin (OMP_WAIT_POLICY=active)");
+  EXPECT_EQ(describeWaitPolicy(nullptr, nullptr), "idle threads spin 300000 then sleep (libgomp's default)");
+  EXPECT_EQ(describeWaitPolicy("sometimes", nullptr),
+            "idle threads spin 300000 then sleep (libgomp's default)");
+  // GOMP_SPINCOUNT wins over OMP_WAIT_POLICY in libgomp; netc's own value beside a policy is the user's.
+  EXPECT_EQ(describeWaitPolicy("passive", "100"), "idle threads spin 100 then sleep (GOMP_SPINCOUNT)");
+}
+
+TEST(ThreadPolicy, OtherRunnableTasksComeFromLoadavg) {
+  EXPECT_EQ(otherRunnableTasks("0.00 0.01 0.05 1/112 4242\n", 1), 0); // only the reader
+  EXPECT_EQ(otherRunnableTasks("5.02 4.87 4.10 3/712 12345\n", 1), 2);
+  EXPECT_EQ(otherRunnableTasks("1.00 1.00 1.00 17/2000 1", 1), 16);
+  // The reader and one of its OpenMP threads still spinning: neither is another task.
+  EXPECT_EQ(otherRunnableTasks("2.12 1.81 2.24 2/77 25824", 2), 0);
+  EXPECT_EQ(otherRunnableTasks("2.12 1.81 2.24 3/77 25824", 0), 2); // the reader counts at least itself
+  EXPECT_EQ(otherRunnableTasks("2.12 1.81 2.24 1/77 25824", 3), 0); // counted at another moment
+  EXPECT_EQ(otherRunnableTasks("", 1), 0);
+  EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3", 1), 0);
+  EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3 x/12 5", 1), 0);
+  EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3 0/12 5", 1), 0);
+  EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3 99999999999999/12 5", 1), 0); // out of range
+}
+
+TEST(ThreadPolicy, AllCoresMeansTheCoresLeftFree) {
+  EXPECT_EQ(chooseThreadCount(0, 2, 0), 2); // an idle 2-core machine
+  EXPECT_EQ(chooseThreadCount(0, 2, 1), 1); // one competing CPU-bound process
+  EXPECT_EQ(chooseThreadCount(0, 2, 5), 1); // load 5 on 2 cores: still one thread
+  EXPECT_EQ(chooseThreadCount(0, 16, 3), 13);
+  EXPECT_EQ(chooseThreadCount(0, 1, 0), 1);
+  EXPECT_EQ(chooseThreadCount(2, 2, 5), 2); // an explicit count is kept
+  EXPECT_EQ(chooseThreadCount(0, 8, -1), 8);
+}
+
+} // namespace
+} // namespace netc::runtime::cpu
