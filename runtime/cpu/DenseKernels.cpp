@@ -88,36 +88,22 @@ void broadcastTile(const float *a, int64_t lda, const float *b, int64_t ldb, flo
     for (int v = 0; v < Vectors; ++v)
       acc[r][v] = load ? loadColumns(c + r * ldc + v * kLaneChunk, v + 1 == Vectors ? lastWidth : kLaneChunk)
                        : LaneVector{};
+  // A(r, k) = a[r · rowStride + k · kStride].
+  const int64_t rowStride = Layout == ALayout::RowMajor ? lda : 1;
+  const int64_t kStride = Layout == ALayout::RowMajor ? 1 : lda;
+  a += k0 * kStride;
   b += k0 * ldb;
-  if constexpr (Layout == ALayout::RowMajor) {
-    a += k0;
-    for (int64_t k = k0; k < k1; ++k, b += ldb, ++a) {
-      LaneVector column[Vectors];
+  for (int64_t k = k0; k < k1; ++k, b += ldb, a += kStride) {
+    LaneVector column[Vectors];
+#pragma GCC unroll 16
+    for (int v = 0; v < Vectors; ++v)
+      column[v] = loadLanes(b + v * kLaneChunk);
+#pragma GCC unroll 16
+    for (int r = 0; r < Rows; ++r) {
+      const float weight = a[r * rowStride];
 #pragma GCC unroll 16
       for (int v = 0; v < Vectors; ++v)
-        column[v] = loadLanes(b + v * kLaneChunk);
-#pragma GCC unroll 16
-      for (int r = 0; r < Rows; ++r) {
-        const float weight = a[r * lda];
-#pragma GCC unroll 16
-        for (int v = 0; v < Vectors; ++v)
-          acc[r][v] += weight * column[v];
-      }
-    }
-  } else {
-    a += k0 * lda;
-    for (int64_t k = k0; k < k1; ++k, b += ldb, a += lda) {
-      LaneVector column[Vectors];
-#pragma GCC unroll 16
-      for (int v = 0; v < Vectors; ++v)
-        column[v] = loadLanes(b + v * kLaneChunk);
-#pragma GCC unroll 16
-      for (int r = 0; r < Rows; ++r) {
-        const float weight = a[r];
-#pragma GCC unroll 16
-        for (int v = 0; v < Vectors; ++v)
-          acc[r][v] += weight * column[v];
-      }
+        acc[r][v] += weight * column[v];
     }
   }
 #pragma GCC unroll 16
