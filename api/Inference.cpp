@@ -6,6 +6,7 @@
 #include "api/ModelImpl.h"
 #include "api/NetworkImpl.h"
 #include "codegen/Codegen.h"
+#include "codegen/CostModel.h"
 #include "netc/Training.h"
 #include "runtime/comm/OpenCommunicator.h"
 #include "runtime/data/DataFolder.h"
@@ -318,6 +319,12 @@ Status profileOps(const plan::Plan &plan, runtime::Backend &backend, const Bench
     entry.op = plan::opName(op.kind);
     entry.output = op.out.empty() ? "" : plan.buffers[static_cast<size_t>(op.out[0])].name;
     entry.microseconds = median(times[i]);
+    // The cost model's count (its FLOPs only for the ops it prices by FLOPs:
+    // the others, copies and sums of biases, do an addition per value moved).
+    const cost::OpWork work = cost::opWork(plan, op);
+    if (cost::workMeasure(op.kind) == cost::WorkMeasure::Flops)
+      entry.flops = work.flopsPerSample * double(settings.batch) + work.fixedFlops;
+    entry.bytes = work.bytesPerSample * double(settings.batch) + work.fixedBytes;
     profile.push_back(std::move(entry));
   }
   return Status::success();
@@ -474,8 +481,13 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
       result.launchesPerStep = (*backend)->describe().launchesLastRun;
       result.deviceBytes = (*backend)->describe().deviceBytes;
     }
-    if (training && s.profile)
+    if (training && s.profile) {
+      const runtime::PeakRates peak = (*backend)->measurePeak();
+      result.peak = {peak.gflops, peak.flopsPerCore, peak.gbPerSecond, {}};
+      for (const runtime::PeakRates::CacheCeiling &c : peak.caches)
+        result.peak.caches.push_back({c.bytes, c.gbPerSecond});
       return profileOps(plan, **backend, s, result.profile);
+    }
     return Status::success();
   };
   if (Status st = measure(*trainPlan, true, result.trainRuns); !st) {

@@ -533,6 +533,24 @@ struct OpProfile {
   std::string op;          ///< the op's name (codegen/Ops.def)
   std::string output;      ///< the buffer it writes
   double microseconds = 0; ///< median per step over the timed steps
+  /// Its work per step, as the cost model counts it (codegen/CostModel.h):
+  /// FLOPs of the ops it prices by FLOPs (0 for the copies and bias sums), bytes moved.
+  double flops = 0, bytes = 0;
+};
+
+/// The device's peak rates the roofline of a profile compares ops with
+/// (measured by a short probe; zero where the backend does not measure them).
+struct PeakRates {
+  double gflops = 0;        ///< multiply-adds per second (2 FLOPs each) on the run's threads
+  double gflopsPerCore = 0; ///< the same on one thread
+  double gbPerSecond = 0;   ///< a streaming copy's bytes per second (read + write), one thread
+  /// The same within each cache level, smallest first: an op that moves at
+  /// most `bytes` is held to that level's bandwidth.
+  struct CacheCeiling {
+    int64_t bytes = 0;
+    double gbPerSecond = 0;
+  };
+  std::vector<CacheCeiling> caches;
 };
 
 struct BenchResult {
@@ -544,6 +562,7 @@ struct BenchResult {
   int threads = 0;
   double trainBytesPerBatch = 0, inferBytesPerBatch = 0;
   std::vector<OpProfile> profile; ///< in plan order; empty unless settings.profile
+  PeakRates peak;                 ///< with a profile: the device's peak rates
   int rank = 0, ranks = 1;        ///< the job (figures are of all its ranks)
   std::string backend;            ///< the backend that ran ("cpu", "cuda", ...)
   std::string device;             ///< what it ran on ("host (avx2)", "NVIDIA H100 ... (cuda:0, ...)")

@@ -57,6 +57,21 @@ struct BackendOptions {
   bool captureGraphs = true;
 };
 
+/// A device's peak rates, measured: multiply-adds (two FLOPs each) per
+/// second on the backend's threads, and the bytes per second a streaming
+/// copy moves (read plus write) on one thread.
+struct PeakRates {
+  double gflops = 0, gbPerSecond = 0;
+  double flopsPerCore = 0; ///< gflops / the threads (host backends)
+  /// The same copy within each cache level (host backends: the second and
+  /// third), smallest first: the ceiling of ops whose bytes fit there.
+  struct CacheCeiling {
+    int64_t bytes = 0;
+    double gbPerSecond = 0;
+  };
+  std::vector<CacheCeiling> caches;
+};
+
 /// What a backend says about itself (the run header, the defaults it picks).
 struct BackendInfo {
   std::string name;            // "cpu", "cpu-reference", ...
@@ -169,6 +184,10 @@ public:
   /// stage never holds more than a step's or a batch's sends, and nothing
   /// else uses the pipeline's communicator before them.
   virtual Status finishTransfers() { return Status::success(); }
+
+  /// A short probe of what the device can do at best (the roofline of
+  /// `netc bench --profile`): zero where the backend does not measure it.
+  virtual PeakRates measurePeak() { return {}; }
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>(const BackendOptions &)>;

@@ -22,8 +22,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
+
+#include <unistd.h>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -67,12 +72,16 @@ const std::vector<FastTable> &fastTables() {
 #if defined(__x86_64__)
     const std::string_view best = bestInstructionSet(hostCpuFeatures());
     const bool avx512 = best == "avx512", avx2 = avx512 || best == "avx2";
-    list.push_back(
-        {{"avx512", kFastAvx512, &fast_avx512::toFeatureMajor, &fast_avx512::fromFeatureMajor}, avx512});
-    list.push_back({{"avx2", kFastAvx2, &fast_avx2::toFeatureMajor, &fast_avx2::fromFeatureMajor}, avx2});
+    list.push_back({{"avx512", kFastAvx512, &fast_avx512::toFeatureMajor, &fast_avx512::fromFeatureMajor,
+                     &fast_avx512::fmaProbe, &fast_avx512::fmaProbeChains},
+                    avx512});
+    list.push_back({{"avx2", kFastAvx2, &fast_avx2::toFeatureMajor, &fast_avx2::fromFeatureMajor,
+                     &fast_avx2::fmaProbe, &fast_avx2::fmaProbeChains},
+                    avx2});
 #endif
     list.push_back(
-        {{"baseline", kFastBaseline, &fast_baseline::toFeatureMajor, &fast_baseline::fromFeatureMajor},
+        {{"baseline", kFastBaseline, &fast_baseline::toFeatureMajor, &fast_baseline::fromFeatureMajor,
+          &fast_baseline::fmaProbe, &fast_baseline::fmaProbeChains},
          true});
     return list;
   }();
@@ -143,6 +152,32 @@ size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads) {
 } // namespace cpu
 
 namespace {
+
+/// The unified cache levels past the first, smallest first, in bytes
+/// (Linux's /sys/devices/system/cpu/cpu0/cache; sysconf where it is missing,
+/// though a virtual machine's sysconf may name its host's).
+std::vector<int64_t> cacheSizes() {
+  std::vector<int64_t> sizes;
+  for (int index = 0; index < 8; ++index) {
+    const std::string base = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
+    std::ifstream levelFile(base + "level"), typeFile(base + "type"), sizeFile(base + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(levelFile >> level) || !(typeFile >> type) || !(sizeFile >> size) || level < 2 || type != "Unified")
+      continue;
+    char *end = nullptr;
+    const long long value = std::strtoll(size.c_str(), &end, 10);
+    const int64_t scale = *end == 'K' ? 1024 : *end == 'M' ? 1 << 20 : *end == 'G' ? 1 << 30 : 1;
+    if (value > 0)
+      sizes.push_back(value * scale);
+  }
+  if (sizes.empty())
+    for (const int level : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE})
+      if (const long size = sysconf(level); size > 0)
+        sizes.push_back(size);
+  std::sort(sizes.begin(), sizes.end());
+  return sizes;
+}
 
 class CpuBackend final : public Backend {
 public:
@@ -322,6 +357,62 @@ public:
   void synchronize() override {}
 
   Status finishTransfers() override { return transfers_.pending() ? transfers_.finish() : Status::success(); }
+
+  /// The table's multiply-add probe on one thread (best of three runs of
+  /// about 15 ms), times the threads; a copy of 64 MiB or more (best of three), and
+  /// copies of half of each cache level (best of three).
+  PeakRates measurePeak() override {
+    PeakRates peak;
+    if (reference_ || !kernels_ || !kernels_->fmaProbe)
+      return peak;
+    using Clock = std::chrono::steady_clock;
+    const int64_t steps = int64_t{1} << 21;
+    volatile float sink = kernels_->fmaProbe(steps / 32, 0.999f); // warm up
+    double best = 0;
+    for (int run = 0; run < 3; ++run) {
+      const auto start = Clock::now();
+      sink = sink + kernels_->fmaProbe(steps, 0.999f);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      best = std::max(best, double(steps) * kernels_->fmaProbeChains() * cpu::kLaneChunk * 2 / seconds);
+    }
+    peak.flopsPerCore = best / 1e9;
+    peak.gflops = peak.flopsPerCore * threads();
+    try {
+      const std::vector<int64_t> caches = cacheSizes();
+      // Each way at least twice the largest cache (64 MiB to 512 MiB), so the copy goes to memory.
+      const size_t count = static_cast<size_t>(std::clamp<int64_t>(2 * (caches.empty() ? 0 : caches.back()),
+                                                                   int64_t{64} << 20, int64_t{512} << 20) /
+                                               int64_t(sizeof(float)));
+      std::vector<float> from(count, 1.0f), to(count, 0.0f);
+      double fastest = 0;
+      for (int run = 0; run < 3; ++run) {
+        const auto start = Clock::now();
+        std::memcpy(to.data(), from.data(), count * sizeof(float));
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        fastest = std::max(fastest, 2.0 * double(count * sizeof(float)) / seconds);
+        from[run] = to[count - 1 - size_t(run)]; // the copies stay observable
+      }
+      peak.gbPerSecond = fastest / 1e9;
+      // Each cache level: copies of half its size (a quarter each way), 64 MiB moved in all.
+      for (const int64_t size : caches) {
+        const size_t quarter = size_t(size) / 4 / sizeof(float);
+        const int copies =
+            static_cast<int>(std::max<size_t>(2, (size_t{32} << 20) / (quarter * sizeof(float))));
+        fastest = 0;
+        for (int run = 0; run < 3; ++run) {
+          const auto start = Clock::now();
+          for (int copy = 0; copy < copies; ++copy)
+            std::memcpy(to.data(), from.data() + (copy % 2) * quarter, quarter * sizeof(float));
+          const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          fastest = std::max(fastest, copies * 2.0 * double(quarter * sizeof(float)) / seconds);
+          from[run] = to[size_t(run)];
+        }
+        peak.caches.push_back({size, fastest / 1e9});
+      }
+    } catch (const std::bad_alloc &) { // no room for the probe: the bandwidth stays unmeasured
+    }
+    return peak;
+  }
 
 private:
   int threads() const { return threads_; }

@@ -279,4 +279,28 @@ void DenseGradWeights(const KernelCall &c) {
   }
 }
 
+// The multiply-add peak probe (Kernels.h): the broadcast tile's accumulators,
+// each a chain of `steps` dependent multiply-adds, all independent of one
+// another, as the tile keeps them in registers.
+float fmaProbe(int64_t steps, float scale) {
+  constexpr int kChains = kBroadcastRows * kBroadcastVectors;
+  LaneVector acc[kChains];
+#pragma GCC unroll 32
+  for (int j = 0; j < kChains; ++j)
+    acc[j] = splat(float(j) * 1e-3f);
+  const LaneVector addend = splat(scale * 1e-7f);
+  for (int64_t step = 0; step < steps; ++step)
+#pragma GCC unroll 32
+    for (int j = 0; j < kChains; ++j)
+      acc[j] = acc[j] * scale + addend;
+  float sum = 0;
+  for (int j = 0; j < kChains; ++j)
+    sum += sumLanes(acc[j]);
+  return sum;
+}
+
+int fmaProbeChains() {
+  return kBroadcastRows * kBroadcastVectors;
+}
+
 } // namespace netc::runtime::cpu::NETC_FAST_NAMESPACE

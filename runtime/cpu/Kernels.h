@@ -96,7 +96,9 @@ static_assert(kKernelOpCount == static_cast<int>(plan::OpKind::AllReduce),
   void toFeatureMajor(const float *samples, int64_t count, int64_t n, float *rows, int64_t lanes,            \
                       int64_t first);                                                                        \
   void fromFeatureMajor(const float *rows, int64_t lanes, int64_t first, int64_t count, int64_t n,           \
-                        float *samples);
+                        float *samples);                                                                     \
+  float fmaProbe(int64_t steps, float scale);                                                                \
+  int fmaProbeChains();
 namespace fast_baseline {
 #include "codegen/Ops.def"
 NETC_LAYOUT_FUNCTIONS
@@ -143,6 +145,11 @@ struct KernelTable {
   const Kernel *kernels = nullptr;
   void (*toFeatureMajor)(const float *, int64_t, int64_t, float *, int64_t, int64_t) = nullptr;
   void (*fromFeatureMajor)(const float *, int64_t, int64_t, int64_t, int64_t, float *) = nullptr;
+  /// The multiply-add peak probe (fast tables only): `steps` rounds of
+  /// fmaProbeChains() independent lane vectors of multiply-adds, the
+  /// dense products' register tile; returns their sum (so none is dropped).
+  float (*fmaProbe)(int64_t steps, float scale) = nullptr;
+  int (*fmaProbeChains)() = nullptr;
 };
 
 /// The fast table for `instructionSet` (empty: the best supported), or null

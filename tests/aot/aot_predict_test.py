@@ -8,9 +8,11 @@ normaliser), builds the library, compiles tests/aot/aot_main.c *as C* against
 the shared library and against the static one, and runs every entry point on
 random raw inputs. Checks, per output value, |library - predict| <= tol *
 max(|predict|, 1e-3 * the sample's largest |output|, 1e-2 * the batch's
-largest |output|, for a regression 0.1, and where the output layer reads
-only bounded layers the sum of its terms' magnitudes): relative, except for
-values near zero, whose rounding is that of the sums they come from; tol is
+largest |output|, for a regression 0.1, and the sum of the magnitudes of
+the terms the output node adds: exact, from a float64 forward pass, where
+every layer is `all` bundles (output_terms), else bounded where the output
+layer reads only bounded layers): relative, except for values near zero,
+whose rounding is that of the sums they come from; tol is
 derived from the network's depth and fan-in (rounding_scale), at least 1e-5;
 that the _normalized entry
 point on inputs normalised here with the checkpoint's recorded values, the
@@ -116,6 +118,53 @@ def rounding_scale(shown, tensors):
     return terms, tolerance
 
 
+# The layer functions of a float64 forward pass (runtime/core/ActivationMath.h's formulas).
+FUNCTIONS = {
+    "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+    "tanh": np.tanh,
+    "linear": lambda z: z,
+    "rlinear": lambda z: np.maximum(z, 0),
+    "brlinear": lambda z: np.clip(z, 0, 1),
+    "srlinear": lambda z: np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z))),
+    "square": lambda z: z * z,
+    "sqrt": lambda z: np.sqrt(np.maximum(z, 0)),
+    "abs": np.abs,
+    "softmax": lambda z: np.exp(z - z.max(axis=1, keepdims=True)) / np.exp(z - z.max(axis=1, keepdims=True)).sum(
+        axis=1, keepdims=True),
+}
+
+
+def output_terms(shown, tensors, x):
+    """Per sample and output node, |b_o| + sum_j |W_oj| |h_j|: the magnitudes of the terms the
+    output layer's sum adds, which float rounding scales with, from a float64 forward pass of the
+    normalised inputs `x` (samples x features). None unless the network has one input layer and
+    every other layer is made of `all` bundles and has one of FUNCTIONS."""
+    values = {}
+    inputs = [layer for layer in shown["layers"] if layer["kind"] == "input"]
+    if len(inputs) != 1 or inputs[0]["nodes"] != x.shape[1]:
+        return None
+    for layer in shown["layers"]:  # declaration order: every source before its readers
+        name = layer["name"]
+        if layer["kind"] == "input":
+            values[name] = x.astype(np.float64)
+            continue
+        if layer.get("function") not in FUNCTIONS or any(b["kind"] != "all" for b in layer["bundles"]):
+            return None
+        bias = tensors.get(name + "/biases", np.zeros(layer["nodes"]))
+        z = np.tile(bias, (x.shape[0], 1))
+        terms = np.tile(np.abs(bias), (x.shape[0], 1))
+        for bundle in layer["bundles"]:
+            weights, source = tensors.get(f"{name}/{bundle['from']}/weights"), values.get(bundle["from"])
+            if weights is None or source is None or weights.shape != (layer["nodes"], source.shape[1]):
+                return None
+            z = z + source @ weights.T
+            terms = terms + np.abs(source) @ np.abs(weights).T
+        if layer["kind"] == "output":
+            return terms
+        values[name] = FUNCTIONS[layer["function"]](z)
+    return None
+
+
 def floats(path):
     data = open(path, "rb").read()
     return np.frombuffer(data, dtype=np.float32)
@@ -187,13 +236,24 @@ def main():
         return floats(w(f"out-{program}-{mode}.f32")).reshape(samples, outputs)
 
     got = library("shared", "infer", w("in.f32"))
+    # The normaliser the checkpoint recorded, applied here as netc does: (x - offset) * scale in float32.
+    norm = checkpoint_normaliser(ckpt)
+    x = raw.reshape(samples, features)
+    if norm["normalizer"] == "scale":
+        x = x / np.float32(norm["divisor"])
+    elif norm["normalizer"] != "none":
+        x = (x - np.array(norm["offset"], dtype=np.float32)) * np.array(norm["scale"], dtype=np.float32)
     floor = max(1e-2 * np.abs(expected).max(), 0.1 if task == "regression" else 0.0)
     scale = np.maximum(np.maximum(np.abs(expected), 1e-3 * np.abs(expected).max(axis=1, keepdims=True)), floor)
     shown = json.loads(run([args.netc, "show", net, "--format", "json"] + size))
-    terms, tolerance = rounding_scale(shown, safetensors(ckpt))
+    tensors = safetensors(ckpt)
+    terms, tolerance = rounding_scale(shown, tensors)
+    exact = output_terms(shown, tensors, x)
     # A softmax output p_i moves by at most the largest change of any logit (|dp_i/dz_k| <= 1/2
     # summed over k <= 1): its scale is the largest logit's terms; other functions' slopes are <= 1.
-    if terms is not None:
+    if exact is not None:
+        scale = np.maximum(scale, exact.max(axis=1, keepdims=True) if loss == "cross-entropy" else exact)
+    elif terms is not None:
         scale = np.maximum(scale, terms.max() if loss == "cross-entropy" else terms[np.newaxis, :])
     error = np.abs(got.astype(np.float64) - expected) / scale
     worst = np.unravel_index(np.argmax(error), error.shape)
@@ -204,13 +264,6 @@ def main():
     if not error.max() <= tolerance:
         failures.append(f"the library differs from netc predict by {error.max():.3g} > {tolerance:.3g}")
 
-    # The normaliser the checkpoint recorded, applied here as netc does: (x - offset) * scale in float32.
-    norm = checkpoint_normaliser(ckpt)
-    x = raw.reshape(samples, features)
-    if norm["normalizer"] == "scale":
-        x = x / np.float32(norm["divisor"])
-    elif norm["normalizer"] != "none":
-        x = (x - np.array(norm["offset"], dtype=np.float32)) * np.array(norm["scale"], dtype=np.float32)
     x.astype(np.float32).tofile(w("normalized.f32"))
     for program, mode, inputs in [("shared", "normalized", w("normalized.f32")), ("shared", "scratch", w("in.f32")),
                                   ("shared", "scratch-normalized", w("normalized.f32")),

@@ -64,15 +64,25 @@ int runBench(BenchArgs &args) {
     if (args.settings.profile) {
       nlohmann::json ops = nlohmann::json::array();
       for (const OpProfile &p : r.profile)
-        ops.push_back(
-            {{"section", p.section}, {"op", p.op}, {"output", p.output}, {"microseconds", p.microseconds}});
+        ops.push_back({{"section", p.section},
+                       {"op", p.op},
+                       {"output", p.output},
+                       {"microseconds", p.microseconds},
+                       {"flops", p.flops},
+                       {"bytes", p.bytes}});
       j["profile"] = ops;
+      j["peak"] = {{"gflops", r.peak.gflops},
+                   {"gflops_per_core", r.peak.gflopsPerCore},
+                   {"gb_per_second", r.peak.gbPerSecond},
+                   {"caches", nlohmann::json::array()}};
+      for (const PeakRates::CacheCeiling &level : r.peak.caches)
+        j["peak"]["caches"].push_back({{"bytes", level.bytes}, {"gb_per_second", level.gbPerSecond}});
     }
     std::printf("%s\n", j.dump().c_str());
     return kSuccess;
   }
   if (args.format == "text")
-    printOpProfile(r.profile);
+    printOpProfile(r.profile, &r.peak);
   std::printf(
       "%s",
       fmt::format("{}: batch {}{}, {} thread(s){}, {} parameters\n"

@@ -235,20 +235,76 @@ std::optional<Model> loadModelOrReport(const std::string &file, const std::strin
   return std::move(loaded.model);
 }
 
-void printOpProfile(const std::vector<OpProfile> &profile) {
+namespace {
+/// An op's place on the roofline: the time it would take at the device's
+/// peak (the slower of its FLOPs at the multiply-add peak and its bytes at
+/// the copy bandwidth of where they fit: the second-level cache or memory),
+/// and which of the two bounds it.
+struct RoofPoint {
+  double roofUs = 0;
+  bool computeBound = false;
+};
+RoofPoint roofOf(const OpProfile &p, const PeakRates &peak) {
+  double bandwidth = peak.gbPerSecond;
+  for (auto level = peak.caches.rbegin(); level != peak.caches.rend(); ++level)
+    if (p.bytes <= double(level->bytes))
+      bandwidth = level->gbPerSecond;
+  const double computeUs = peak.gflops > 0 ? p.flops / (peak.gflops * 1e3) : 0;
+  const double memoryUs = bandwidth > 0 ? p.bytes / (bandwidth * 1e3) : 0;
+  return {std::max(computeUs, memoryUs), computeUs >= memoryUs};
+}
+} // namespace
+
+void printOpProfile(const std::vector<OpProfile> &profile, const PeakRates *peak) {
   if (profile.empty())
     return;
   double total = 0;
   for (const OpProfile &p : profile)
     total += p.microseconds;
-  std::printf("%s",
-              fmt::format("{:<9} {:<26} {:<32} {:>10} {:>6}\n", "section", "op", "output", "us/step", "share")
-                  .c_str());
-  for (const OpProfile &p : profile)
-    std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f} {:>5.1f}%\n", p.section, p.op, p.output,
-                                  p.microseconds, total > 0 ? 100 * p.microseconds / total : 0.0)
-                          .c_str());
+  const bool roofline = peak && peak->gflops > 0 && peak->gbPerSecond > 0;
+  std::string header =
+      fmt::format("{:<9} {:<26} {:<32} {:>10} {:>6}", "section", "op", "output", "us/step", "share");
+  if (roofline)
+    header += fmt::format(" {:>9} {:>8} {:>7} {:>7}", "GFLOP/s", "GB/s", "bound", "of roof");
+  std::printf("%s\n", header.c_str());
+  double boundUs[2] = {0, 0}, roofUs[2] = {0, 0}; // [memory, compute]
+  for (const OpProfile &p : profile) {
+    std::string line = fmt::format("{:<9} {:<26} {:<32} {:>10.1f} {:>5.1f}%", p.section, p.op, p.output,
+                                   p.microseconds, total > 0 ? 100 * p.microseconds / total : 0.0);
+    if (roofline) {
+      const RoofPoint roof = roofOf(p, *peak);
+      const double us = std::max(p.microseconds, 1e-3);
+      if (roof.roofUs > 0) {
+        boundUs[roof.computeBound] += p.microseconds;
+        roofUs[roof.computeBound] += roof.roofUs;
+        line += fmt::format(" {:>9.1f} {:>8.1f} {:>7} {:>6.0f}%", p.flops / (us * 1e3), p.bytes / (us * 1e3),
+                            roof.computeBound ? "compute" : "memory", 100 * roof.roofUs / us);
+      } else {
+        line += fmt::format(" {:>9} {:>8} {:>7} {:>7}", "-", "-", "-", "-");
+      }
+    }
+    std::printf("%s\n", line.c_str());
+  }
   std::printf("%s", fmt::format("{:<9} {:<26} {:<32} {:>10.1f}\n\n", "total", "", "", total).c_str());
+  if (!roofline)
+    return;
+  std::string cacheText;
+  for (const PeakRates::CacheCeiling &level : peak->caches)
+    cacheText += fmt::format(", {:.1f} within {}", level.gbPerSecond, bytesText(level.bytes));
+  std::printf(
+      "%s", fmt::format("roofline: peak {:.1f} GFLOP/s ({:.1f} a core, multiply-adds of this run's kernels); "
+                        "copies (one thread) {:.1f} GB/s in memory{}; measured now\n",
+                        peak->gflops, peak->gflopsPerCore, peak->gbPerSecond, cacheText)
+                .c_str());
+  for (int bound : {1, 0})
+    if (boundUs[bound] > 0)
+      std::printf("%s", fmt::format("{}-bound ops: {:.1f} us ({:.1f}% of the step), at {:.0f}% of their roof "
+                                    "({:.1f} us at peak)\n",
+                                    bound ? "compute" : "memory", boundUs[bound],
+                                    total > 0 ? 100 * boundUs[bound] / total : 0.0,
+                                    100 * roofUs[bound] / boundUs[bound], roofUs[bound])
+                            .c_str());
+  std::printf("\n");
 }
 
 std::string bytesText(int64_t bytes) {

@@ -195,8 +195,12 @@ void addEstimateCommand(CLI::App &app, int &exitCode);
 void addCalibrateCommand(CLI::App &app, int &exitCode, const std::vector<std::string> &commandLine);
 
 /// A per-op table (`bench --profile`, `estimate --ops`): microseconds per
-/// training step and each op's share of their sum, in plan order.
-void printOpProfile(const std::vector<OpProfile> &profile);
+/// training step and each op's share of their sum, in plan order. With the
+/// device's measured `peak` (bench): the roofline too -- each op's achieved
+/// GFLOP/s and GB/s, whether its FLOPs or its bytes bound it at peak, the
+/// fraction of that bound it reaches, and the step split into compute- and
+/// memory-bound ops, each against its roof.
+void printOpProfile(const std::vector<OpProfile> &profile, const PeakRates *peak = nullptr);
 
 /// --cost-model FILE|NAME (estimate, show --partition, train).
 void addCostModelOption(CLI::App &app, std::string &spec);

@@ -8,6 +8,7 @@
 #include "netc/netc.h"
 #include "runtime/cpu/ThreadPolicy.h"
 
+#include <climits>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,16 +49,23 @@ bool runsKernels(std::string_view command) {
 
 /// Gives libgomp netc's wait policy (runtime/cpu/ThreadPolicy.h) unless the
 /// user set one: libgomp reads it once, as it is loaded, so the process
-/// runs itself again with it in the environment. When that fails, it runs
-/// on under libgomp's default, which the run header then names.
+/// runs itself again with it in the environment (the same process, file and
+/// arguments: its pid, name and command line stay what launchers and
+/// `pgrep netc` see). When that fails, it runs on under libgomp's default,
+/// which the run header then names.
 void settleWaitPolicy(int argc, char **argv) {
   if (argc < 2 || !runsKernels(argv[1]))
     return;
   const auto choice =
       netc::runtime::cpu::chooseWaitPolicy(std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
-  if (choice.setSpinCount.empty() || setenv("GOMP_SPINCOUNT", choice.setSpinCount.c_str(), 1) != 0)
+  if (choice.setSpinCount.empty())
     return;
-  execv("/proc/self/exe", argv);
+  char self[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0 || setenv("GOMP_SPINCOUNT", choice.setSpinCount.c_str(), 1) != 0)
+    return;
+  self[length] = '\0';
+  execv(self, argv);
   unsetenv("GOMP_SPINCOUNT");
 }
 
