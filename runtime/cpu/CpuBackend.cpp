@@ -10,6 +10,7 @@
 // the loops, OpenBLAS for the dense products where chosen
 // (DenseKernelChoice.h): the run header names the kernels.
 #include "runtime/cpu/CpuBackend.h"
+#include "codegen/CostModel.h"
 #include "runtime/comm/StageTransfers.h"
 #include "runtime/cpu/DenseKernelChoice.h"
 #include "runtime/cpu/Kernels.h"
@@ -240,8 +241,10 @@ public:
                               perSample, maxBatch));
     size_t workspace = 0;
     commNames_.assign(plan.ops.size(), std::string());
+    opThreads_.assign(plan.ops.size(), threads());
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
+      opThreads_[i] = opThreadCount(plan, plan.ops[i], maxBatch);
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
         commNames_[i] = plan::communicationName(plan, plan.ops[i]);
     }
@@ -323,6 +326,7 @@ public:
     if (cpu::threadCount() != threads())
       cpu::setThreadCount(threads());
     omp_set_num_threads(threads()); // per calling thread: a run from another thread gets it too
+    int regionThreads = threads();
     for (int input : {plan_->features, plan_->labels})
       if (input >= 0)
         pointers_[static_cast<size_t>(input)] = inputPointer(inputSlot, input);
@@ -342,7 +346,13 @@ public:
           return s;
         continue;
       }
-      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threads()};
+      // An op too small to share runs on this thread alone (no region wakes another).
+      const int callThreads = opThreads_[i];
+      if (callThreads != regionThreads) {
+        omp_set_num_threads(callThreads);
+        regionThreads = callThreads;
+      }
+      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), callThreads};
       kernelList_[static_cast<size_t>(op.kind)](call);
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
@@ -351,6 +361,8 @@ public:
       // keep the next stage waiting until this one's next communication op.
       transfers_.progress();
     }
+    if (regionThreads != threads())
+      omp_set_num_threads(threads());
     return Status::success();
   }
 
@@ -416,6 +428,22 @@ public:
 
 private:
   int threads() const { return threads_; }
+
+  /// The threads op `op` runs on: the backend's, or 1 for an op whose work
+  /// at the loaded batch (its FLOPs, for the ops priced by FLOPs, plus its
+  /// bytes: codegen/CostModel.h) is below kMinParallelWork, where waking a
+  /// second thread (about 10 us with idle threads asleep) costs more than
+  /// it saves. Every kernel computes the same bits on any thread count.
+  int opThreadCount(const plan::Plan &plan, const plan::Op &op, int64_t batch) const {
+    if (threads() == 1 || reference_)
+      return threads();
+    const cost::OpWork work = cost::opWork(plan, op);
+    double amount = work.bytesPerSample * double(batch) + work.fixedBytes;
+    if (cost::workMeasure(op.kind) == cost::WorkMeasure::Flops)
+      amount += work.flopsPerSample * double(batch) + work.fixedFlops;
+    return amount < kMinParallelWork ? 1 : threads();
+  }
+  static constexpr double kMinParallelWork = double(1 << 20);
 
   /// Op `index`, a communication op: starts an all-reduce of its arena range
   /// in place, or waits for every one started (dividing the means).
@@ -539,6 +567,7 @@ private:
   const cpu::KernelTable *kernels_ = nullptr;
   std::array<cpu::Kernel, cpu::kKernelOpCount> kernelList_{}; // kernels_'s, the dense ones as dense_ chose
   cpu::DenseKernelChoice dense_;
+  std::vector<int> opThreads_;      // per op: the threads it runs on (opThreadCount)
   int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
   int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)
   std::vector<float> arenaStorage_; // the activation arena's slots, then the input arena's
