@@ -4,6 +4,9 @@
 // and the choice of backend and device from --device and --backend.
 #include "api/Backends.h"
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/DenseKernelChoice.h"
+#include "runtime/cpu/Kernels.h"
+#include "support/Version.h"
 #ifdef NETC_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/DeviceProbe.h"
@@ -12,8 +15,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <mutex>
+#include <thread>
 
 namespace netc {
 
@@ -79,6 +84,22 @@ Expected<DeviceChoice> chooseDevice(std::string_view device, std::string_view ba
     return DeviceChoice{"cuda", gpu, ""};
   }
   return fail(fmt::format("--device: '{}' is not cpu, cuda, cuda:N (N a GPU index from 0) or auto", device));
+}
+
+std::optional<cost::MachineDescription> describeHostMachine(std::string_view cpuIsa,
+                                                            std::string_view denseKernel) {
+  const runtime::cpu::KernelTable *table = runtime::cpu::fastTable(cpuIsa);
+  if (!table)
+    return std::nullopt;
+  cost::MachineDescription m;
+  m.cpu = runtime::cpu::hostCpuModel();
+  m.isa = table->name;
+  m.dense = runtime::cpu::chooseDenseKernel(runtime::cpu::hostCpuFeatures(), table->name,
+                                            runtime::cpu::hostBlas(), denseKernel)
+                .label;
+  m.netc = kVersion;
+  m.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return m;
 }
 
 Expected<BackendSetup> backendSetup(const DeviceSettings &s,

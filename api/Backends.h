@@ -5,6 +5,7 @@
 // on it (cpu or cpu-reference on the CPU, cuda on a GPU).
 #pragma once
 
+#include "codegen/CostTable.h"
 #include "runtime/core/Backend.h"
 #include "support/Status.h"
 
@@ -17,6 +18,13 @@ namespace netc {
 
 /// Registers "cpu" and "cpu-reference" (and "cuda" where built with CUDA) on first call.
 void registerBuiltinBackends();
+
+/// This machine as a CPU cost table describes it, with the fast kernels of
+/// `cpuIsa` (empty: the best this processor runs) and the dense kernels of
+/// `denseKernel` (as --cpu-isa and --dense-kernel take them); no peaks.
+/// Nothing when this processor does not run `cpuIsa`.
+std::optional<cost::MachineDescription> describeHostMachine(std::string_view cpuIsa,
+                                                            std::string_view denseKernel);
 
 /// Why GPU `device` cannot run netc's CUDA backend (no driver, no such
 /// device, no code for its architecture, a netc built without CUDA), or

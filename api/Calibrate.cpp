@@ -22,6 +22,7 @@
 #include "support/ByteSize.h"
 #include "support/InputFile.h"
 #include "support/Statistics.h"
+#include "support/Version.h"
 
 #include <fmt/format.h>
 
@@ -35,6 +36,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -107,7 +109,8 @@ const Probe kProbes[] = {
      Task::Regression, 0},
 };
 
-const int64_t kBatches[] = {8, 32, 128, 256};
+const std::vector<int64_t> kBatches = {8, 32, 128, 256};
+constexpr int64_t kMaxCalibrationBatch = 4096;
 
 /// One op's time at a batch, with its work: FLOPs or bytes (its measure),
 /// and for an arithmetic op also its bytes.
@@ -234,10 +237,17 @@ struct ProbeTimes {
   }
 };
 
-/// Runs probe `probe`'s training plan at `batch` on `threads` threads:
-/// `iterations` steps op by op, and as many whole steps.
-Status measureProbe(const Probe &probe, int64_t batch, int threads, const CalibrateSettings &s,
-                    ProbeTimes &times, std::string &device) {
+/// A probe's training plan loaded on a backend at a batch (the backend
+/// holds the plan's address: it stays where it was made).
+struct LoadedProbe {
+  plan::PlanOptions options;
+  std::unique_ptr<plan::Plan> plan;
+  std::unique_ptr<runtime::Backend> backend;
+};
+
+/// Compiles `probe`, plans its training and loads the plan on a backend of
+/// `s`'s device with `threads` threads at `batch`, parameters initialised.
+Expected<LoadedProbe> loadProbe(const Probe &probe, int64_t batch, int threads, const CalibrateSettings &s) {
   CompileOptions options;
   options.task = probe.task;
   if (probe.classes > 0 && probe.task == Task::Multiclass)
@@ -259,12 +269,26 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
   auto backend = runtime::createBackend(setup->backend, setup->options);
   if (!backend)
     return fail(backend.message());
-  if (Status st = (*backend)->load(*plan, batch); !st)
-    return st;
-  train::initializeParameters(*plan, **backend, {train::InitKind::Xavier, 0.1f, 1});
-  device = (*backend)->describe().device;
+  LoadedProbe loaded{planOptions, std::make_unique<plan::Plan>(std::move(*plan)), std::move(*backend)};
+  if (Status st = loaded.backend->load(*loaded.plan, batch); !st)
+    return fail(st.message());
+  train::initializeParameters(*loaded.plan, *loaded.backend, {train::InitKind::Xavier, 0.1f, 1});
+  return loaded;
+}
+
+/// Runs probe `probe`'s training plan at `batch` on `threads` threads:
+/// `iterations` steps op by op, and as many whole steps.
+Status measureProbe(const Probe &probe, int64_t batch, int threads, const CalibrateSettings &s,
+                    ProbeTimes &times, std::string &device) {
+  auto loaded = loadProbe(probe, batch, threads, s);
+  if (!loaded)
+    return loaded.status();
+  const plan::PlanOptions &planOptions = loaded->options;
+  const plan::Plan &plan = *loaded->plan;
+  runtime::Backend &backend = *loaded->backend;
+  device = backend.describe().device;
   std::mt19937_64 rng(7);
-  const std::vector<float> features = randomValues(static_cast<size_t>(batch * plan->featureCount), rng);
+  const std::vector<float> features = randomValues(static_cast<size_t>(batch * plan.featureCount), rng);
   std::vector<float> labels(static_cast<size_t>(batch));
   for (size_t i = 0; i < labels.size(); ++i)
     labels[i] =
@@ -272,33 +296,33 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
   int64_t stepCount = 0;
   auto prepare = [&] {
     train::writeStepScalars(
-        *plan, **backend, optim::stepScalars(planOptions.update, 0.001f, ++stepCount, double(batch), batch));
-    (*backend)->writeInput(0, plan->features, features);
-    (*backend)->writeInput(0, plan->labels, labels);
-    (*backend)->fence();
+        plan, backend, optim::stepScalars(planOptions.update, 0.001f, ++stepCount, double(batch), batch));
+    backend.writeInput(0, plan.features, features);
+    backend.writeInput(0, plan.labels, labels);
+    backend.fence();
   };
-  const size_t ops = plan->ops.size();
+  const size_t ops = plan.ops.size();
   std::vector<std::vector<double>> opTimes(ops);
   std::vector<double> steps;
   for (int64_t i = 0; i < s.iterations + 2; ++i) {
     // A whole step as the trainer runs it, then the same op by op.
     prepare();
     const auto start = Clock::now();
-    if (Status st = (*backend)->run(0, ops, batch); !st)
+    if (Status st = backend.run(0, ops, batch); !st)
       return st;
-    train::takeMetrics(*plan, **backend);
-    (*backend)->synchronize();
+    train::takeMetrics(plan, backend);
+    backend.synchronize();
     const double whole = microsecondsSince(start);
     prepare();
     std::vector<double> these(ops);
     for (size_t op = 0; op < ops; ++op) {
       const auto opStart = Clock::now();
-      if (Status st = (*backend)->run(op, op + 1, batch); !st)
+      if (Status st = backend.run(op, op + 1, batch); !st)
         return st;
-      (*backend)->synchronize();
+      backend.synchronize();
       these[op] = microsecondsSince(opStart);
     }
-    train::takeMetrics(*plan, **backend);
+    train::takeMetrics(plan, backend);
     if (i < 2)
       continue; // warm-up
     for (size_t op = 0; op < ops; ++op)
@@ -307,11 +331,11 @@ Status measureProbe(const Probe &probe, int64_t batch, int threads, const Calibr
   }
   const bool first = times.ops.empty();
   for (size_t op = 0, i = 0; op < ops; ++op) {
-    const plan::Op &o = plan->ops[op];
+    const plan::Op &o = plan.ops[op];
     if (!cost::hasRate(o.kind))
       continue;
     if (first) {
-      const cost::OpWork work = cost::opWork(*plan, o);
+      const cost::OpWork work = cost::opWork(plan, o);
       times.kinds.push_back(o.kind);
       times.ops.push_back(
           {work.at(cost::workMeasure(o.kind), batch), work.at(cost::WorkMeasure::Bytes, batch), 0});
@@ -585,6 +609,14 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
                     fmt::format("--threads-list: each count must be from 1 to {}, got {}", kMaxThreads, t));
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  std::vector<int64_t> batches = s.batches.empty() ? kBatches : s.batches;
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+  // Two batches at least: an op's overhead and rate are a line through its times.
+  if (batches.size() < 2 || batches.front() < 1 || batches.back() > kMaxCalibrationBatch)
+    return refuse(FailureKind::Usage,
+                  fmt::format("the calibration batches must be two or more different sizes from 1 to {}",
+                              kMaxCalibrationBatch));
   // Every rank checks (they share the machine): none waits for a rank 0 that refused.
   if (Status out = checkTablePath(s.outPath, s.overwrite); !out)
     return refuse(FailureKind::Usage, out.message());
@@ -602,27 +634,26 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   // ranks computing at once (each measures its own; rank 0's is kept).
   const int concurrent = comm.size() > 1 ? std::max(1, cores / comm.size()) : 0;
   const int total = static_cast<int>((threads.size() + (concurrent > 0 ? 1 : 0)) * std::size(kProbes) *
-                                     std::size(kBatches) * s.rounds);
+                                     batches.size() * s.rounds);
   int done = 0;
   std::string deviceName;
   const std::string backendName = gpu ? "cuda" : "cpu";
   auto measureProfile = [&](int t, int ranks) -> Status {
     // Every probe at every batch, round after round, so that a burst of
     // load lands in one round of many measurements, not in all rounds of one.
-    std::vector<ProbeTimes> times(std::size(kProbes) * std::size(kBatches));
+    std::vector<ProbeTimes> times(std::size(kProbes) * batches.size());
     for (int64_t round = 0; round < s.rounds; ++round)
       for (size_t p = 0; p < std::size(kProbes); ++p)
-        for (size_t b = 0; b < std::size(kBatches); ++b) {
+        for (size_t b = 0; b < batches.size(); ++b) {
           const Probe &probe = kProbes[p];
-          const int64_t batch = kBatches[b];
+          const int64_t batch = batches[b];
           if (progress && comm.rank() == 0)
             progress(context, done, total,
                      gpu          ? fmt::format("{} at batch {}", probe.name, batch)
                      : ranks == 1 ? fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t)
                                   : fmt::format("{} at batch {} on {} thread(s), {} ranks at once",
                                                 probe.name, batch, t, ranks));
-          if (Status st = measureProbe(probe, batch, t, s, times[p * std::size(kBatches) + b], deviceName);
-              !st)
+          if (Status st = measureProbe(probe, batch, t, s, times[p * batches.size() + b], deviceName); !st)
             return st;
           ++done;
         }
@@ -699,6 +730,22 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   // A GPU's memory is not queried here: the built-in GPU table's (80 GiB).
   table.memoryBytes = gpu && builtin ? builtin->memoryBytes : machineMemoryBytes();
   table.devicesPerNode = gpu && builtin ? builtin->devicesPerNode : cores;
+  if (gpu) {
+    table.machine = cost::MachineDescription{deviceName, "", "", kVersion, cores, 0, 0};
+  } else if (auto machine = describeHostMachine(s.cpuIsa, s.denseKernel)) {
+    // The peak probe of netc bench --profile, on one thread.
+    if (auto loaded = loadProbe(kProbes[0], 8, 1, s)) {
+      const runtime::PeakRates peak = loaded->backend->measurePeak();
+      machine->peakGflopsPerCore = peak.flopsPerCore;
+      machine->peakCopyGbPerSecond = peak.gbPerSecond;
+      result.lines.push_back(fmt::format("peak of one thread: {:.1f} GFLOP/s of multiply-adds, {:.1f} GB/s "
+                                         "copying through memory",
+                                         peak.flopsPerCore, peak.gbPerSecond));
+    }
+    table.machine = std::move(*machine);
+    // "Intel(R) Xeon(R) Processor, host (avx512), 2 cores"
+    table.device = fmt::format("{}, {}", table.machine->cpu, table.device);
+  }
   {
     auto storage = measureStorage(folderOf(s.outPath), result.lines);
     if (!storage)

@@ -15,15 +15,6 @@ namespace netc {
 
 namespace training {
 
-Expected<cost::CostTable> chooseCostTable(const std::string &spec, std::string_view device,
-                                          std::string &label) {
-  std::string name = spec;
-  if (name.empty())
-    name = device.substr(0, 4) == "cuda" ? kDefaultGpuCostTable : kDefaultCpuCostTable;
-  label = name;
-  return cost::loadCostTable(name);
-}
-
 Expected<cost::Estimate> estimateRun(const ir::Network &net, const plan::Plan &plan,
                                      const cost::CostTable &table, const TrainSettings &s, int ranks,
                                      const SampleCounts &samples, int stages, int microBatches,
@@ -139,14 +130,12 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
   if (!run)
     return refuse(run.refusal());
 
-  std::string label;
-  auto table = chooseCostTable(settings.costModel, s.device, label);
-  if (!table)
+  // A table that cannot be read is refused before the data are read; one
+  // that must be measured is measured once the network has compiled.
+  CostTableRequest tableRequest{
+      settings.costModel, s.device, s.cpuIsa, s.denseKernel, false, nullptr, nullptr};
+  if (auto table = chooseCostTable(tableRequest); !table)
     return refuse(usage("--cost-model: " + table.message()));
-  result.costTable = label;
-  result.costTableDevice = table->device;
-  result.costTableSource = table->source;
-  result.deviceMemoryBytes = table->memoryBytes;
 
   SampleCounts samples;
   std::optional<Network> network;
@@ -186,7 +175,19 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
   auto plan = plan::buildPlan(net, planOptions);
   if (!plan)
     return refuse(input(fmt::format("{}: {}", netPath, plan.message())));
-  auto estimate = estimateRun(net, *plan, *table, s, settings.ranks, samples, settings.stages,
+  tableRequest.mayMeasure = true;
+  tableRequest.progress = settings.progress;
+  tableRequest.context = settings.progressContext;
+  auto table = chooseCostTable(tableRequest);
+  if (!table)
+    return refuse(usage("--cost-model: " + table.message()));
+  result.costTable = table->label;
+  result.costTableFile = table->file;
+  result.costTableNote = table->note;
+  result.costTableDevice = table->table.device;
+  result.costTableSource = table->table.source;
+  result.deviceMemoryBytes = table->table.memoryBytes;
+  auto estimate = estimateRun(net, *plan, table->table, s, settings.ranks, samples, settings.stages,
                               settings.microBatches, settings.maxRanks);
   if (!estimate)
     return refuse(usage(estimate.message()));

@@ -63,10 +63,17 @@ Step<int64_t> microBatchesFor(const TrainSettings &s, int64_t batch, int stages,
 
 /// The cost table the cuts are priced on: --cost-model's, else the
 /// device's default (the GPU's on --device cuda, as the run's estimate
-/// takes); the header names it in the equivalent netc show command.
+/// takes; this machine's where it is cached, as netc show takes it); the
+/// header names it in the equivalent netc show command. Every rank cuts
+/// alike, so none measures a table here.
 Expected<cost::CostTable> cutTable(const TrainSettings &s, std::string &label) {
-  const std::string_view device = s.backend == "cuda" ? std::string_view("cuda") : std::string_view(s.device);
-  return chooseCostTable(s.costModel == "none" ? std::string() : s.costModel, device, label);
+  const std::string device = s.backend == "cuda" ? std::string("cuda") : s.device;
+  auto choice = chooseCostTable({s.costModel == "none" ? std::string() : s.costModel, device, s.cpuIsa,
+                                 s.denseKernel, false, nullptr, nullptr});
+  if (!choice)
+    return choice.error();
+  label = choice->label;
+  return std::move(choice->table);
 }
 
 } // namespace
@@ -131,21 +138,23 @@ std::optional<Refusal> checkPipelineSettings(const TrainSettings &s) {
     if (!spec)
       return usage(spec.message());
     if (spec->parts != splitRanksAsked(s))
-      return usage(fmt::format("--split {} and --split {} share their layers among {} and {} ranks; the split "
-                               "layers share one stage's ranks, so give them the same count",
-                               s.splits.front(), text, splitRanksAsked(s), spec->parts));
+      return usage(
+          fmt::format("--split {} and --split {} share their layers among {} and {} ranks; the split "
+                      "layers share one stage's ranks, so give them the same count",
+                      s.splits.front(), text, splitRanksAsked(s), spec->parts));
   }
   if (!s.splits.empty() && s.partition == kAutoPartition && s.cuts.empty())
     return usage("--partition auto and --split exclude each other: the cost model does not choose among "
                  "layouts with split layers; give --partition K or --cut");
   const std::string asked = !s.splits.empty() ? "--split" : "--partition";
   if (s.accumulate > 1)
-    return usage(fmt::format("--accumulate and {} exclude each other: a pipeline's micro-batches already split "
-                             "its step (--micro-batches)",
-                             asked));
+    return usage(
+        fmt::format("--accumulate and {} exclude each other: a pipeline's micro-batches already split "
+                    "its step (--micro-batches)",
+                    asked));
   if (s.sync.kind == Sync::Kind::LocalSgd)
-    return usage(fmt::format("--sync local-sgd and {} exclude each other: a pipeline's {} step together", asked,
-                             s.splits.empty() ? "stages" : "ranks"));
+    return usage(fmt::format("--sync local-sgd and {} exclude each other: a pipeline's {} step together",
+                             asked, s.splits.empty() ? "stages" : "ranks"));
   if (s.dataOnDevice)
     return usage(fmt::format("--data-on-device and {} exclude each other: {} train from host memory", asked,
                              s.splits.empty() ? "pipeline stages" : "a pipeline's ranks"));
@@ -265,7 +274,10 @@ Step<std::optional<PipelineLayout>> settlePipeline(const TrainSettings &s, const
           tableLabel, stages, s.batch, layout.microBatches,
           s.optimizer == Optimizer::Sgd ? std::string()
                                         : fmt::format(" --optimizer {}", optimizerName(s.optimizer)),
-          tableLabel == kDefaultCpuCostTable ? std::string() : fmt::format(" --cost-model {}", tableLabel));
+          // netc show takes the same default table: the built-in one, or this machine's.
+          tableLabel == kDefaultCpuCostTable || tableLabel == kMachineCostTable
+              ? std::string()
+              : fmt::format(" --cost-model {}", tableLabel));
   }
   // The ranks of each stage, and this rank's place: its stage and part.
   if (!s.splits.empty()) {
@@ -308,16 +320,16 @@ std::vector<std::string> pipelineLines(const PipelineLayout &layout, const ir::N
   std::vector<std::string> lines;
   const int perCopy = layout.pipelineRanks();
   const std::string launcher = s.launch.launcher.empty() ? std::string("one process") : s.launch.launcher;
-  const std::string steps =
-      fmt::format("global batch {} ({} × --batch {}), {} micro-batch{} of {} a step, schedule {}",
-                  layout.batch * layout.copies, layout.copies, layout.batch, layout.microBatches,
-                  layout.microBatches == 1 ? "" : "es", layout.microBatch,
-                  train::pipelineScheduleName(layout.schedule));
+  const std::string steps = fmt::format(
+      "global batch {} ({} × --batch {}), {} micro-batch{} of {} a step, schedule {}",
+      layout.batch * layout.copies, layout.copies, layout.batch, layout.microBatches,
+      layout.microBatches == 1 ? "" : "es", layout.microBatch, train::pipelineScheduleName(layout.schedule));
   const auto wide = std::find_if(layout.widths.begin(), layout.widths.end(), [](int w) { return w > 1; });
   if (wide == layout.widths.end()) {
-    lines.push_back(fmt::format("pipeline: {} stages × {} data-parallel cop{} on {} ranks ({}), cut by {}; {}",
-                                layout.stages, layout.copies, layout.copies == 1 ? "y" : "ies",
-                                perCopy * layout.copies, launcher, layout.cutBy, steps));
+    lines.push_back(
+        fmt::format("pipeline: {} stages × {} data-parallel cop{} on {} ranks ({}), cut by {}; {}",
+                    layout.stages, layout.copies, layout.copies == 1 ? "y" : "ies", perCopy * layout.copies,
+                    launcher, layout.cutBy, steps));
   } else {
     const int splitStage = static_cast<int>(wide - layout.widths.begin());
     lines.push_back(fmt::format(
@@ -349,7 +361,8 @@ std::vector<std::string> pipelineLines(const PipelineLayout &layout, const ir::N
     else
       for (size_t i = 0; i < names.size(); ++i)
         layers += (i ? ", " : "") + names[i];
-    lines.push_back(fmt::format("  stage {} on rank{} {}: {}", stage, held.size() == 1 ? "" : "s", ranks, layers));
+    lines.push_back(
+        fmt::format("  stage {} on rank{} {}: {}", stage, held.size() == 1 ? "" : "s", ranks, layers));
     for (size_t l = 0; l < layout.splitParts.size(); ++l) {
       if (layout.splitParts[l] < 2 || layout.stageOf[l] != stage)
         continue;
@@ -376,7 +389,7 @@ std::vector<std::string> pipelineRoles(const PipelineLayout &layout) {
       within -= layout.widths[static_cast<size_t>(stage++)];
     std::string role = layout.widths[static_cast<size_t>(stage)] == 1 ? fmt::format("stage {}", stage)
                        : layout.stages == 1                           ? fmt::format("part {}", within)
-                                                                      : fmt::format("stage {} part {}", stage, within);
+                                            : fmt::format("stage {} part {}", stage, within);
     if (layout.copies > 1)
       role += fmt::format(" of pipeline {}", r / perCopy);
     roles.push_back(std::move(role));
@@ -393,8 +406,8 @@ std::string pipelineFingerprint(const PipelineLayout &layout) {
     if (layout.splitParts[l] > 1)
       split += fmt::format("{}layer {} over {} ranks", split.empty() ? "" : ", ", l, layout.splitParts[l]);
   return fmt::format("{} stages × {} copies, {} micro-batches, {}, stages of the layers {}{}", layout.stages,
-                     layout.copies, layout.microBatches, train::pipelineScheduleName(layout.schedule), stageOf,
-                     split.empty() ? std::string() : ", split: " + split);
+                     layout.copies, layout.microBatches, train::pipelineScheduleName(layout.schedule),
+                     stageOf, split.empty() ? std::string() : ", split: " + split);
 }
 
 } // namespace netc::training

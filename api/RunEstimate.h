@@ -3,18 +3,13 @@
 // the cost model's estimate for a plan and the run's sample counts.
 #pragma once
 
+#include "api/CostTableChoice.h"
 #include "codegen/TrainingEstimate.h"
 #include "netc/Estimate.h"
 
 #include <string>
 
 namespace netc::training {
-
-/// The table `spec` names -- a built-in name or a file -- or, for an empty
-/// spec, the built-in table of `device` (h100 for cuda, else cpu). `label`
-/// receives how to name it in messages.
-Expected<cost::CostTable> chooseCostTable(const std::string &spec, std::string_view device,
-                                          std::string &label);
 
 /// The sample counts an estimate needs.
 struct SampleCounts {

@@ -91,6 +91,27 @@ int64_t runBatch(const TrainSettings &s, int copies) {
   return (global + s.deterministicChunks - 1) / s.deterministicChunks;
 }
 
+/// The device settings of this rank's backend.
+DeviceSettings runDeviceSettings(const TrainSettings &s) {
+  // A device per rank (the CUDA backend): local rank r uses GPU N + r, or
+  // N + (r mod G) where a pipeline's ranks share G GPUs.
+  const int shared = sharedGpus(s.launch, s.device, s.backend, pipelineAsked(s));
+  return {s.device,
+          s.backend,
+          s.precision,
+          s.cpuIsa,
+          s.denseKernel,
+          s.cudaDebug,
+          s.cudaGraphs,
+          threadsPerRank(s.threads, s.launch),
+          shared > 0 ? s.launch.localRank % shared : s.launch.localRank};
+}
+
+/// The calibration's progress, for the run's listener.
+void reportCalibration(void *listener, int done, int total, const std::string &what) {
+  static_cast<TrainListener *>(listener)->onCalibrating(done, total, what);
+}
+
 /// Creates the backend --device and --backend name (with --threads, its
 /// variant --cpu-isa, --precision, --cuda-debug and --cuda-graphs) and loads the plan for
 /// batches of --batch samples; `deviceNote` gets what --device auto chose and why.
@@ -98,12 +119,7 @@ int64_t runBatch(const TrainSettings &s, int copies) {
 Step<std::unique_ptr<runtime::Backend>> createBackend(const TrainSettings &s, const plan::Plan &plan,
                                                       comm::Communicator &comm, int copies,
                                                       std::string &deviceNote) {
-  // A device per rank (the CUDA backend): local rank r uses GPU N + r, or
-  // N + (r mod G) where a pipeline's ranks share G GPUs.
-  const int shared = sharedGpus(s.launch, s.device, s.backend, pipelineAsked(s));
-  auto setup = backendSetup({s.device, s.backend, s.precision, s.cpuIsa, s.denseKernel, s.cudaDebug,
-                             s.cudaGraphs, threadsPerRank(s.threads, s.launch),
-                             shared > 0 ? s.launch.localRank % shared : s.launch.localRank});
+  auto setup = backendSetup(runDeviceSettings(s));
   if (!setup)
     return usage(setup.message());
   deviceNote = setup->note;
@@ -467,13 +483,22 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       refusal = normalized.refusal();
   }
   std::optional<cost::CostTable> costTable;
-  std::string costTableLabel;
+  std::string costTableLabel, costTableNote;
   if (!refusal && s.costModel != "none") {
-    auto chosen = chooseCostTable(s.costModel, s.device, costTableLabel);
-    if (chosen)
-      costTable = std::move(*chosen);
-    else
+    // The table of the device the backend runs on (auto may choose a GPU);
+    // this machine's is measured only by a process alone (ranks would time
+    // each other), before the backend takes the cores.
+    auto setup = backendSetup(runDeviceSettings(s));
+    auto chosen = chooseCostTable({s.costModel, setup && setup->backend == "cuda" ? "cuda" : s.device,
+                                   s.cpuIsa, s.denseKernel, comm.size() == 1 && !pipelineAsked(s),
+                                   listener ? reportCalibration : nullptr, listener});
+    if (chosen) {
+      costTable = std::move(chosen->table);
+      costTableLabel = chosen->label;
+      costTableNote = chosen->note;
+    } else {
       refusal = usage("--cost-model: " + chosen.message());
+    }
   }
   if (!refusal) {
     auto created = createBackend(s, plan->plan, comm, copies, deviceNote);
@@ -517,9 +542,6 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
   result.params = net.params;
   const bool split = pipeline && !pipeline->splitParts.empty();
   if (costTable && !split) {
-    if (s.costModel.empty() && info.name == "cuda") // the device auto chose
-      if (auto gpu = chooseCostTable(kDefaultGpuCostTable, "cuda", costTableLabel))
-        costTable = std::move(*gpu);
     TrainSettings estimated = s;
     estimated.threads = info.threads;
     // A resumed run has only the epochs after its checkpoint's left.
@@ -560,6 +582,8 @@ TrainResult trainNetwork(const std::string &netPath, const TrainSettings &given,
       lines.push_back("estimate: none: the cost model does not price layers split over ranks (--split)");
     if (result.estimate)
       lines.push_back(estimateLine(*result.estimate));
+    if (result.estimate && !costTableNote.empty())
+      lines.push_back("cost table: " + costTableNote);
     listener->onSetup(lines);
     if (folderLock && !folderLock->warning().empty())
       listener->onHint(folderLock->warning());

@@ -5,6 +5,7 @@
 // is missing, misspelt, of the wrong type or out of range is named by path.
 #include "codegen/CostTable.h"
 
+#include "support/Hash.h"
 #include "support/InputFile.h"
 #include "support/NumberText.h"
 #include "support/PrintableText.h"
@@ -454,7 +455,7 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
   int64_t memory = 0, devicesPerNode = 0;
   if (!reader.object(root, "",
                      {"netc_cost_table", "backend", "device", "source", "memory_bytes", "devices_per_node",
-                      "profiles", "links", "storage"}) ||
+                      "profiles", "links", "storage", "machine"}) ||
       !reader.string(root, "", "backend", true, table.backend))
     return false;
   if (table.backend != "cpu" && table.backend != "cuda")
@@ -526,10 +527,49 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
       return false;
     table.storage = std::move(s);
   }
+  if (const auto machine = root.find("machine"); machine != root.end()) {
+    MachineDescription m;
+    int64_t cores = 0;
+    constexpr std::string_view at = "machine";
+    if (!reader.object(
+            *machine, at,
+            {"cpu", "isa", "dense", "netc", "cores", "peak_gflops_per_core", "peak_copy_gb_per_second"}) ||
+        !reader.string(*machine, at, "cpu", true, m.cpu) ||
+        !reader.string(*machine, at, "isa", false, m.isa) ||
+        !reader.string(*machine, at, "dense", false, m.dense) ||
+        !reader.string(*machine, at, "netc", true, m.netc) ||
+        !reader.integer(*machine, at, "cores", 1, kMaxThreads, "an integer from 1 to 1024", cores) ||
+        !reader.number(*machine, at, "peak_gflops_per_core", false, kMaxRate / 1e9, "1e9",
+                       m.peakGflopsPerCore) ||
+        !reader.number(*machine, at, "peak_copy_gb_per_second", false, kMaxBytesPerSecond / 1e9, "1e6",
+                       m.peakCopyGbPerSecond))
+      return false;
+    m.cores = static_cast<int>(cores);
+    table.machine = std::move(m);
+  }
   return true;
 }
 
 } // namespace
+
+std::vector<std::string> machineDifferences(const MachineDescription &table, const MachineDescription &here) {
+  std::vector<std::string> differences;
+  auto compare = [&](std::string_view what, const std::string &a, const std::string &b) {
+    if (a != b)
+      differences.push_back(fmt::format("{} {} (here {})", what, inQuotes(a), inQuotes(b)));
+  };
+  compare("CPU", table.cpu, here.cpu);
+  compare("instruction set", table.isa, here.isa);
+  compare("dense kernels", table.dense, here.dense);
+  compare("netc", table.netc, here.netc);
+  return differences;
+}
+
+std::string machineCacheFileName(const MachineDescription &here) {
+  // A separator no field holds keeps ("ab", "c") and ("a", "bc") apart.
+  const std::string key = fmt::format("{}\n{}\n{}\n{}", here.cpu, here.isa, here.dense, here.netc);
+  return fmt::format("cpu-{:016x}.json", fnv1a64(key));
+}
 
 double Link::sendUs(double bytes) const {
   return alphaUs + bytes / bytesPerSecond * 1e6;
@@ -695,6 +735,14 @@ std::string costTableJson(const CostTable &table) {
     out["storage"] = {{"overhead_us", table.storage->overheadUs},
                       {"bytes_per_second", table.storage->bytesPerSecond},
                       {"source", table.storage->source}};
+  if (table.machine)
+    out["machine"] = {{"cpu", table.machine->cpu},
+                      {"isa", table.machine->isa},
+                      {"dense", table.machine->dense},
+                      {"netc", table.machine->netc},
+                      {"cores", table.machine->cores},
+                      {"peak_gflops_per_core", table.machine->peakGflopsPerCore},
+                      {"peak_copy_gb_per_second", table.machine->peakCopyGbPerSecond}};
   return out.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 

@@ -52,7 +52,17 @@ if [[ -x scripts/fuzz.sh ]]; then
 fi
 end_phase "fuzz build and runs"
 cd build-test
+# The cost table of this machine that netc's estimates read where the
+# built-in one describes another (docs/estimate.md): measured once into a
+# cache folder of this build, for the default and the generic kernels, so
+# that no test measures one as it runs, nor reads the user's ~/.cache.
+export NETC_CACHE_DIR=$PWD/netc-cache
+rm -rf "$NETC_CACHE_DIR"
 status=0
+tools/netc/netc estimate ../examples/mnist.net --samples 1000 >/dev/null || status=$?
+OPENBLAS_CORETYPE=Prescott NETC_CPU_ISA=baseline tools/netc/netc estimate ../examples/mnist.net --samples 1000 \
+  >/dev/null || status=$?
+end_phase "this machine's cost tables"
 ctest --output-on-failure -j2 || status=$?
 end_phase ctest
 # The tests whose results come from float arithmetic (numeric, reference,

@@ -18,6 +18,9 @@ namespace netc {
 inline constexpr const char *kDefaultCpuCostTable = "cpu";
 inline constexpr const char *kDefaultGpuCostTable = "h100";
 
+/// Progress of a calibration: `done` of `total` measurements.
+using CalibrateProgress = void (*)(void *context, int done, int total, const std::string &what);
+
 struct EstimateSettings {
   /// The run: data folder, batch, epochs, optimizer, threads, validation
   /// fraction, bucket size -- as `netc train` takes them. `train.dataDir`
@@ -32,6 +35,11 @@ struct EstimateSettings {
   int stages = 0;       ///< pipeline stages (0: no partition)
   int microBatches = 0; ///< per step with stages (0: 4 × stages, at most the batch)
   int maxRanks = 1024;  ///< the scaling table's last rank count
+  /// Progress of measuring this machine's cost table, where the estimate
+  /// does so (the first time on a machine the built-in table does not
+  /// describe; docs/estimate.md).
+  CalibrateProgress progress = nullptr;
+  void *progressContext = nullptr;
 };
 
 struct EstimateStage {
@@ -55,7 +63,10 @@ struct EstimateResult {
   std::string costTable;       ///< the table used: its file or built-in name
   std::string costTableDevice; ///< what the table was measured on
   std::string costTableSource; ///< how the table was made
-  std::string note;            ///< an approximation the estimate made (another thread count's profile)
+  std::string costTableFile;   ///< where this machine's table is kept (table "machine"), else empty
+  /// The table was measured just now, or on another machine: a sentence.
+  std::string costTableNote;
+  std::string note; ///< an approximation the estimate made (another thread count's profile)
   int64_t batch = 0, epochs = 0, trainSamples = 0, evaluationSamples = 0, finalTestSamples = 0;
   int ranks = 1, threads = 0;
   int64_t stepsPerEpoch = 0;
@@ -86,12 +97,13 @@ struct EstimateResult {
 EstimateResult estimateTraining(const std::string &netPath, const EstimateSettings &settings);
 
 struct CalibrateSettings {
-  std::string outPath;        ///< where the table goes
-  std::string device = "cpu"; ///< "cpu" (a GPU's calibration needs a GPU: "cuda")
-  std::string cpuIsa;         ///< as TrainSettings::cpuIsa
-  std::string denseKernel;    ///< as TrainSettings::denseKernel
-  std::vector<int> threads;   ///< thread counts to measure (empty: 1 and all cores)
-  int64_t iterations = 20;    ///< timed steps per op
+  std::string outPath;          ///< where the table goes
+  std::string device = "cpu";   ///< "cpu" (a GPU's calibration needs a GPU: "cuda")
+  std::string cpuIsa;           ///< as TrainSettings::cpuIsa
+  std::string denseKernel;      ///< as TrainSettings::denseKernel
+  std::vector<int> threads;     ///< thread counts to measure (empty: 1 and all cores)
+  std::vector<int64_t> batches; ///< batch sizes each network runs at, two or more (empty: 8, 32, 128, 256)
+  int64_t iterations = 20;      ///< timed steps per op
   /// Rounds of every measurement, interleaved; a time is the median of its
   /// rounds' medians (a burst of load on a shared machine hits one round).
   int64_t rounds = 3;
@@ -110,9 +122,6 @@ struct CalibrateResult {
   std::vector<std::string> warnings; ///< what may make the table wrong, one line each
   bool ok() const { return failure == FailureKind::None; }
 };
-
-/// Progress of a calibration: `done` of `total` measurements.
-using CalibrateProgress = void (*)(void *context, int done, int total, const std::string &what);
 
 /// Measures a cost table with short micro-benchmarks and writes it.
 CalibrateResult calibrate(const CalibrateSettings &settings, CalibrateProgress progress = nullptr,

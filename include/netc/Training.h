@@ -327,6 +327,9 @@ public:
   virtual void onProgress(const TrainProgress &) {}
   virtual void onEpoch(const EpochResult &) {}
   virtual void onHint(const std::string &) {}
+  /// Before the setup, the first time a run's estimate measures this
+  /// machine's cost table (a few seconds): `done` of `total` measurements.
+  virtual void onCalibrating(int /*done*/, int /*total*/, const std::string & /*what*/) {}
   /// Something that makes the run slower than it could be, with the flag to
   /// change (e.g. dense products on generic code: BackendInfo::kernelWarning).
   virtual void onWarning(const std::string &) {}

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <utility>
 
 extern "C" char *openblas_get_corename(void);
@@ -56,6 +57,60 @@ CpuFeatures hostCpuFeatures() {
 #endif
 #endif
   return f;
+}
+
+std::string cpuModelFromCpuinfo(std::string_view cpuinfo) {
+  for (std::string_view key : {"model name", "Processor", "CPU part"}) {
+    size_t at = 0;
+    while (at < cpuinfo.size()) {
+      size_t end = cpuinfo.find('\n', at);
+      if (end == std::string_view::npos)
+        end = cpuinfo.size();
+      const std::string_view line = cpuinfo.substr(at, end - at);
+      at = end + 1;
+      const size_t colon = line.find(':');
+      if (colon == std::string_view::npos)
+        continue;
+      std::string_view name = line.substr(0, colon);
+      while (!name.empty() && (name.back() == ' ' || name.back() == '\t'))
+        name.remove_suffix(1);
+      if (name != key)
+        continue;
+      std::string value;
+      for (char c : line.substr(colon + 1)) {
+        const bool space = c == ' ' || c == '\t';
+        if (space && (value.empty() || value.back() == ' '))
+          continue;
+        value += space ? ' ' : c;
+      }
+      while (!value.empty() && value.back() == ' ')
+        value.pop_back();
+      if (!value.empty())
+        return value;
+    }
+  }
+  return "";
+}
+
+std::string hostCpuModel() {
+  // /proc/cpuinfo reads as an empty regular file to stat; the first CPU's
+  // block, which names the model, is within its first few KB.
+  std::string text;
+  if (std::FILE *file = std::fopen("/proc/cpuinfo", "r")) {
+    char buffer[16384];
+    size_t n = 0;
+    while (text.size() < (size_t(64) << 10) && (n = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+      text.append(buffer, n);
+    std::fclose(file);
+  }
+  std::string model = cpuModelFromCpuinfo(text);
+#if defined(__x86_64__)
+  return model.empty() ? "unknown x86-64" : model;
+#elif defined(__aarch64__)
+  return model.empty() ? "unknown AArch64" : model;
+#else
+  return model.empty() ? "unknown processor" : model;
+#endif
 }
 
 std::string_view bestInstructionSet(const CpuFeatures &cpu) {

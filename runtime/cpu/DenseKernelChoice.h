@@ -23,6 +23,14 @@ CpuFeatures cpuFeaturesFromFlags(std::string_view flags);
 /// This processor's features (CPUID through the compiler's builtins).
 CpuFeatures hostCpuFeatures();
 
+/// The processor's model name in a /proc/cpuinfo text: the first "model
+/// name" line's value (x86), else the first "Processor" or "CPU part" one
+/// (Arm), spaces trimmed and runs of spaces made one; "" when none.
+std::string cpuModelFromCpuinfo(std::string_view cpuinfo);
+/// This processor's model name (/proc/cpuinfo; "unknown <architecture>" where
+/// it names none), for the cost table's machine description.
+std::string hostCpuModel();
+
 /// The best fast-table instruction set `cpu` runs: "avx512", "avx2" or
 /// "baseline" (runtime/cpu/CMakeLists.txt builds the tables).
 std::string_view bestInstructionSet(const CpuFeatures &cpu);

@@ -9,6 +9,7 @@
 #include "runtime/data/Normalizer.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Safetensors.h"
+#include "support/Hash.h"
 #include "support/PrintableText.h"
 #include "support/Version.h"
 
@@ -299,10 +300,10 @@ Expected<Tensor> joinRows(std::vector<PartTensor> pieces) {
   int64_t next = 0;
   for (PartTensor &piece : pieces) {
     const Tensor &t = piece.tensor;
-    const bool sameRows = t.shape.size() == shape.size() && std::equal(t.shape.begin() + 1, t.shape.end(),
-                                                                       shape.begin() + 1);
-    if (piece.rows != whole || piece.firstRow != next || t.dtype != first.dtype || !sameRows || t.shape[0] < 1 ||
-        static_cast<int64_t>(t.bytes.size()) != t.shape[0] * rowBytes)
+    const bool sameRows =
+        t.shape.size() == shape.size() && std::equal(t.shape.begin() + 1, t.shape.end(), shape.begin() + 1);
+    if (piece.rows != whole || piece.firstRow != next || t.dtype != first.dtype || !sameRows ||
+        t.shape[0] < 1 || static_cast<int64_t>(t.bytes.size()) != t.shape[0] * rowBytes)
       return fail(fmt::format("the parts of tensor '{}' do not tile its {} rows: one starts at row {} of {} "
                               "with {} rows where row {} was next (the ranks do not all run this version of "
                               "netc, or a message was damaged)",
@@ -330,8 +331,9 @@ Expected<SafetensorsFile> mergeStateTensors(std::vector<SafetensorsFile> parts) 
       return fail(fmt::format("a stage's checkpoint tensors came without the order of their {} tensors",
                               part.tensors.size()));
     auto rowsText = part.metadataString(kPartRowsKey);
-    const nlohmann::json rows = rowsText ? nlohmann::json::parse(*rowsText, nullptr, /*allow_exceptions=*/false)
-                                         : nlohmann::json::object();
+    const nlohmann::json rows = rowsText
+                                    ? nlohmann::json::parse(*rowsText, nullptr, /*allow_exceptions=*/false)
+                                    : nlohmann::json::object();
     if (!rows.is_object())
       return fail("a part's checkpoint tensors came with rows that are not an object");
     for (Tensor &tensor : part.tensors) {
@@ -342,9 +344,11 @@ Expected<SafetensorsFile> mergeStateTensors(std::vector<SafetensorsFile> parts) 
       PartTensor t{index->get<int>(), -1, 0, {}};
       if (const auto place = rows.find(tensor.name); place != rows.end()) {
         if (!place->is_array() || place->size() != 2 || !(*place)[0].is_number_integer() ||
-            !(*place)[1].is_number_integer() || (*place)[0].get<int64_t>() < 0 || (*place)[1].get<int64_t>() < 1)
-          return fail(fmt::format("a part's checkpoint tensor '{}' came with rows that are not [first, whole]",
-                                  printableText(tensor.name.substr(0, 80))));
+            !(*place)[1].is_number_integer() || (*place)[0].get<int64_t>() < 0 ||
+            (*place)[1].get<int64_t>() < 1)
+          return fail(
+              fmt::format("a part's checkpoint tensor '{}' came with rows that are not [first, whole]",
+                          printableText(tensor.name.substr(0, 80))));
         t.firstRow = (*place)[0].get<int64_t>();
         t.rows = (*place)[1].get<int64_t>();
       }
@@ -532,12 +536,7 @@ Expected<CheckpointInfo> loadCheckpoint(const std::string &path, const plan::Pla
 }
 
 std::string hashSource(std::string_view text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", fnv1a64(text));
 }
 
 } // namespace netc::train

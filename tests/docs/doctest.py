@@ -38,6 +38,8 @@ Tolerated differences (both sides are normalised before comparing; nothing else 
   - an estimate's relative error, "error -12.3%", reads error <pct>;
   - the instruction set of netc's dense kernels, "dense: netc avx512" in a run header or
     "dense      netc avx2" in netc bench's output, reads netc <isa> (it is the machine's);
+  - the default cost table's name, "cost table 'cpu'" (the built-in one, where it describes the
+    machine) or "cost table 'machine'" (the machine's own), reads cost table <default>;
   - the progress lines netc prints every 10 s when its output is not a terminal
     ("epoch 3/40: batch 124/251, loss ..., ETA 2:22") are dropped: they come with slowness;
   - the absolute paths of the scratch folder, the build folder and the repository read <scratch>,
@@ -128,6 +130,7 @@ class Normaliser:
         s = re.sub(r"\b(in|ETA) \d+:\d\d(?::\d\d)?\b", r"\1 <time>", s)
         s = re.sub(r"\berror [-+]?\d+(?:\.\d+)?%", "error <pct>", s)
         s = re.sub(r"\b(dense:? +netc) (?:avx512|avx2|baseline)\b", r"\1 <isa>", s)
+        s = re.sub(r"\bcost table '(?:cpu|machine)'", "cost table <default>", s)
         return s.rstrip()
 
     # The plain progress line netc prints every 10 s when its output is not a terminal: whether

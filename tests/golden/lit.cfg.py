@@ -20,6 +20,10 @@ config.environment["NO_COLOR"] = "1"
 for name in ("OPENBLAS_CORETYPE", "NETC_CPU_ISA"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
+# netc's cache of this machine's cost table, which scripts/test.sh fills
+# before the tests run (lit passes no HOME: without it the cache is off).
+if "NETC_CACHE_DIR" in os.environ:
+    config.environment["NETC_CACHE_DIR"] = os.environ["NETC_CACHE_DIR"]
 # netc build and --emit=llvm need the LLVM plugin (NETC_WITH_LLVM): their tests say REQUIRES: netc-llvm.
 if config.netc_llvm.upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("netc-llvm")

@@ -48,6 +48,8 @@ CostTable sampleTable() {
   }
   table.links[std::string(kIntraNode)] = Link{3.0, 4.1e9, "measured", {{1024, 2, 9.0}, {1 << 20, 2, 200.0}}};
   table.links[std::string(kInterNode)] = Link{30.000000000000004, 1.2e9, "assumed: 10 Gb/s Ethernet", {}};
+  table.machine = MachineDescription{
+      "AMD EPYC 9B14 96-Core Processor", "avx2", "netc avx2", "0.1.0", 4, 1.0 / 3.0 * 100, 41.5};
   return table;
 }
 
@@ -101,6 +103,14 @@ TEST(CostTable, RoundTripsThroughJson) {
     }
   }
   EXPECT_EQ(back->links.at(std::string(kIntraNode)).allReduces.size(), 2u);
+  ASSERT_TRUE(back->machine.has_value());
+  EXPECT_EQ(back->machine->cpu, table.machine->cpu);
+  EXPECT_EQ(back->machine->isa, table.machine->isa);
+  EXPECT_EQ(back->machine->dense, table.machine->dense);
+  EXPECT_EQ(back->machine->netc, table.machine->netc);
+  EXPECT_EQ(back->machine->cores, table.machine->cores);
+  EXPECT_EQ(back->machine->peakGflopsPerCore, table.machine->peakGflopsPerCore);
+  EXPECT_EQ(back->machine->peakCopyGbPerSecond, table.machine->peakCopyGbPerSecond);
   EXPECT_EQ(costTableJson(*back), text);
   // The layout the format documents: the version first, 2-space indent, ops in Ops.def order.
   EXPECT_EQ(text.rfind("{\n  \"netc_cost_table\": 1,\n  \"backend\": \"cpu\",", 0), 0u) << text;
@@ -360,6 +370,36 @@ TEST(CostTable, RefusesCorruptTablesNamingTheField) {
   netc::Expected<CostTable> table = parseCostTable(json.dump(), "t.json");
   ASSERT_TRUE(table.ok()) << table.message();
   EXPECT_EQ(table->memoryBytes, 80000000000u);
+}
+
+TEST(CostTable, TheMachineIsOptionalAndChecked) {
+  Json json = Json::parse(costTableJson(sampleTable()));
+  json.erase("machine");
+  netc::Expected<CostTable> without = parseCostTable(json.dump(2), "t.json");
+  ASSERT_TRUE(without.ok()) << without.message();
+  EXPECT_FALSE(without->machine.has_value());
+  EXPECT_EQ(costTableJson(*without).find("\"machine\""), std::string::npos);
+  EXPECT_EQ(refusal([](Json &j) { j["machine"]["cpu"] = ""; }),
+            "t.json: machine.cpu: must be a non-empty string, got an empty one");
+  EXPECT_EQ(refusal([](Json &j) { j["machine"].erase("netc"); }), "t.json: machine.netc: missing");
+  EXPECT_EQ(refusal([](Json &j) { j["machine"]["cores"] = 0; }),
+            "t.json: machine.cores: must be an integer from 1 to 1024, got 0");
+  EXPECT_EQ(refusal([](Json &j) { j["machine"]["peak_gflops_per_core"] = -1; }),
+            "t.json: machine.peak_gflops_per_core: must be zero or more, got -1");
+  EXPECT_EQ(refusal([](Json &j) { j["machine"]["isa"] = 512; }),
+            "t.json: machine.isa: must be a string, got 512");
+  EXPECT_EQ(refusal([](Json &j) { j["machine"]["densee"] = "x"; }).rfind("t.json: machine: unknown key", 0),
+            0u);
+  EXPECT_EQ(refusal([](Json &j) { j["machine"] = "AMD"; }),
+            "t.json: machine: must be an object, got a string");
+}
+
+TEST(CostTable, TheBuiltinCpuTableNamesItsMachine) {
+  const std::optional<CostTable> table = builtinCostTable("cpu");
+  ASSERT_TRUE(table.has_value());
+  ASSERT_TRUE(table->machine.has_value()) << "codegen/cost/cpu.json: measure it again with netc calibrate";
+  EXPECT_FALSE(table->machine->cpu.empty());
+  EXPECT_GT(table->machine->peakGflopsPerCore, 0);
 }
 
 TEST(CostTable, RefusesADuplicateKey) {

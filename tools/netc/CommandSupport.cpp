@@ -334,3 +334,26 @@ std::string durationText(double seconds) {
 }
 
 } // namespace netc::cli
+
+namespace netc::cli {
+
+Expected<training::CostTableChoice> commandCostTable(const std::string &spec) {
+  auto environment = [](const char *name) {
+    const char *value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return training::chooseCostTable(
+      {spec, "cpu", environment("NETC_CPU_ISA"), environment("NETC_DENSE_KERNEL"), false, nullptr, nullptr});
+}
+
+void printCalibrationProgress(void *terminal, int done, int total, const std::string &what) {
+  const bool rewrite = *static_cast<bool *>(terminal);
+  if (rewrite)
+    std::fprintf(stderr, "\r\033[Kcalibrating: %d/%d %s", done, total, done == total ? "" : what.c_str());
+  else
+    std::fprintf(stderr, "calibrating: %d/%d %s\n", done, total, done == total ? "" : what.c_str());
+  if (rewrite && done == total)
+    std::fprintf(stderr, "\n");
+}
+
+} // namespace netc::cli

@@ -2,6 +2,7 @@
 // compile-option flags, colour detection and diagnostic output.
 #pragma once
 
+#include "api/CostTableChoice.h"
 #include "api/Driver.h"
 #include "netc/Training.h"
 
@@ -204,6 +205,13 @@ void printOpProfile(const std::vector<OpProfile> &profile, const PeakRates *peak
 
 /// --cost-model FILE|NAME (estimate, show --partition, train).
 void addCostModelOption(CLI::App &app, std::string &spec);
+/// The cost table a command without its own device flags reads for `spec`
+/// (--cost-model; empty: the default), on the CPU with the kernels that
+/// $NETC_CPU_ISA and $NETC_DENSE_KERNEL choose; it never measures one.
+Expected<training::CostTableChoice> commandCostTable(const std::string &spec);
+/// A calibration's progress on stderr (CalibrateProgress): one line
+/// rewritten where `terminal` (a bool *) is true, else a line each.
+void printCalibrationProgress(void *terminal, int done, int total, const std::string &what);
 /// Seconds as text at a readable unit: "812 us", "3.41 ms", "12.3 s", "2.4 h".
 std::string durationText(double seconds);
 /// Bytes as text at a readable unit ("1.5 MiB"); a negative count reads as 0 B.

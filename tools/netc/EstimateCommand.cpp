@@ -12,8 +12,10 @@
 #include "support/NumberText.h"
 
 #include <fmt/format.h>
+
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 namespace netc::cli {
 
@@ -29,6 +31,10 @@ void printText(const EstimateResult &r) {
   std::printf("estimate for network '%s' from cost table '%s' (%s)\n", r.network.c_str(), r.costTable.c_str(),
               r.costTableDevice.c_str());
   std::printf("  table: %s\n", r.costTableSource.c_str());
+  if (!r.costTableFile.empty())
+    std::printf("  kept in: %s\n", r.costTableFile.c_str());
+  if (!r.costTableNote.empty())
+    std::printf("  note: %s\n", r.costTableNote.c_str());
   if (!r.note.empty())
     std::printf("  note: %s\n", r.note.c_str());
   std::string evaluated = r.evaluationSamples > 0
@@ -119,45 +125,50 @@ nlohmann::json toJson(const EstimateResult &r) {
                        {"step_seconds", p.stepSeconds},
                        {"epoch_seconds", p.epochSeconds},
                        {"efficiency", p.efficiency}});
-  nlohmann::json j = {
-      {"network", r.network},
-      {"cost_table", {{"name", r.costTable}, {"device", r.costTableDevice}, {"source", r.costTableSource}}},
-      {"note", r.note},
-      {"batch", r.batch},
-      {"ranks", r.ranks},
-      {"threads", r.threads},
-      {"epochs", r.epochs},
-      {"train_samples", r.trainSamples},
-      {"evaluation_samples", r.evaluationSamples},
-      {"final_test_samples", r.finalTestSamples},
-      {"steps_per_epoch", r.stepsPerEpoch},
-      {"step_seconds", r.stepSeconds},
-      {"step",
-       {{"forward", r.forwardSeconds},
-        {"loss", r.lossSeconds},
-        {"backward", r.backwardSeconds},
-        {"update", r.updateSeconds},
-        {"host", r.hostSeconds},
-        {"all_reduce", r.allReduceSeconds},
-        {"exposed_communication", r.exposedCommSeconds}}},
-      {"epoch_seconds", r.epochSeconds},
-      {"evaluation_seconds", r.evaluationSeconds},
-      {"checkpoint_seconds", r.checkpointSeconds},
-      {"total_seconds", r.totalSeconds},
-      {"images_per_second", r.imagesPerSecond},
-      {"memory_per_rank",
-       {{"total", r.memoryBytes},
-        {"parameters", r.parameterBytes},
-        {"gradients", r.gradientBytes},
-        {"optimizer_state", r.optimizerBytes},
-        {"tables", r.tableBytes},
-        {"activations", r.activationBytes},
-        {"inputs", r.inputBytes},
-        {"other", r.otherBytes},
-        {"device", r.deviceMemoryBytes}}},
-      {"efficiency", r.efficiency},
-      {"stops_paying_at", r.stopsPayingAt},
-      {"scaling", scaling}};
+  nlohmann::json table = {
+      {"name", r.costTable}, {"device", r.costTableDevice}, {"source", r.costTableSource}};
+  if (!r.costTableFile.empty())
+    table["file"] = r.costTableFile;
+  if (!r.costTableNote.empty())
+    table["note"] = r.costTableNote;
+  nlohmann::json j = {{"network", r.network},
+                      {"cost_table", std::move(table)},
+                      {"note", r.note},
+                      {"batch", r.batch},
+                      {"ranks", r.ranks},
+                      {"threads", r.threads},
+                      {"epochs", r.epochs},
+                      {"train_samples", r.trainSamples},
+                      {"evaluation_samples", r.evaluationSamples},
+                      {"final_test_samples", r.finalTestSamples},
+                      {"steps_per_epoch", r.stepsPerEpoch},
+                      {"step_seconds", r.stepSeconds},
+                      {"step",
+                       {{"forward", r.forwardSeconds},
+                        {"loss", r.lossSeconds},
+                        {"backward", r.backwardSeconds},
+                        {"update", r.updateSeconds},
+                        {"host", r.hostSeconds},
+                        {"all_reduce", r.allReduceSeconds},
+                        {"exposed_communication", r.exposedCommSeconds}}},
+                      {"epoch_seconds", r.epochSeconds},
+                      {"evaluation_seconds", r.evaluationSeconds},
+                      {"checkpoint_seconds", r.checkpointSeconds},
+                      {"total_seconds", r.totalSeconds},
+                      {"images_per_second", r.imagesPerSecond},
+                      {"memory_per_rank",
+                       {{"total", r.memoryBytes},
+                        {"parameters", r.parameterBytes},
+                        {"gradients", r.gradientBytes},
+                        {"optimizer_state", r.optimizerBytes},
+                        {"tables", r.tableBytes},
+                        {"activations", r.activationBytes},
+                        {"inputs", r.inputBytes},
+                        {"other", r.otherBytes},
+                        {"device", r.deviceMemoryBytes}}},
+                      {"efficiency", r.efficiency},
+                      {"stops_paying_at", r.stopsPayingAt},
+                      {"scaling", scaling}};
   nlohmann::json ops = nlohmann::json::array();
   for (const OpProfile &op : r.ops)
     ops.push_back({{"section", op.section}, {"op", op.op}, {"output", op.output}, {"us", op.microseconds}});
@@ -195,6 +206,9 @@ int runEstimate(EstimateArgs &args) {
     s.task = args.task == "multiclass" ? Task::Multiclass
              : args.task == "binary"   ? Task::Binary
                                        : Task::Regression;
+  bool terminal = isatty(fileno(stderr)) != 0;
+  args.settings.progress = printCalibrationProgress;
+  args.settings.progressContext = &terminal;
   EstimateResult r = estimateTraining(args.file, args.settings);
   if (!r.diagnostics.empty())
     std::fputs(r.diagnostics.c_str(), stderr);
@@ -217,8 +231,9 @@ int runEstimate(EstimateArgs &args) {
 void addCostModelOption(CLI::App &app, std::string &spec) {
   app.add_option(
          "--cost-model", spec,
-         "Cost table: a file written by netc calibrate, or a built-in one: cpu (this project's machine "
-         "kind, measured) or h100 (public figures); default: the device's")
+         "Cost table: a file written by netc calibrate, a built-in one (cpu: measured on one machine; h100: "
+         "public figures), or machine: this machine's, measured once and kept in netc's cache folder "
+         "(default: the device's built-in table where it describes this machine, else machine)")
       ->type_name("FILE|NAME");
 }
 
@@ -272,6 +287,9 @@ void addEstimateCommand(CLI::App &app, int &exitCode) {
   addIntegerOption(*cmd, "--max-ranks", e.maxRanks, 1, 1 << 20, "The scaling table's last rank count")
       ->capture_default_str();
   addCostModelOption(*cmd, e.costModel);
+  // The kernels the run would use: this machine's table describes them.
+  addCpuIsaOption(*cmd, s.cpuIsa);
+  addDenseKernelOption(*cmd, s.denseKernel);
   cmd->add_flag("--ops", args->ops, "Also list every op's predicted time per step (as netc bench --profile)");
   cmd->add_option("--format", args->format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}))

@@ -17,7 +17,7 @@ namespace netc::cli {
 
 void addLspCommand(CLI::App &app, int &exitCode) {
   auto debounce = std::make_shared<int>(5);
-  auto costModel = std::make_shared<std::string>("cpu");
+  auto costModel = std::make_shared<std::string>("auto");
   auto maxSourceBytes = std::make_shared<uint64_t>(CompileOptions{}.maxSourceBytes);
   CLI::App *cmd =
       app.add_subcommand("lsp", "Run the Net# language server (LSP over stdin/stdout) for editors");
@@ -27,7 +27,9 @@ void addLspCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--cost-model", *costModel,
                   "Cost table of the training times in layer hovers: a file written by netc calibrate, a "
-                  "built-in one (cpu, h100), or none")
+                  "built-in one (cpu, h100), machine (this machine's, where netc has measured it), auto "
+                  "(the built-in cpu table where it describes this machine, else machine where measured) or "
+                  "none")
       ->type_name("FILE|NAME|none")
       ->capture_default_str();
   addMaxSourceSizeOption(*cmd, *maxSourceBytes);
@@ -35,14 +37,16 @@ void addLspCommand(CLI::App &app, int &exitCode) {
     lsp::ServerOptions options;
     options.maxDocumentBytes = *maxSourceBytes;
     if (*costModel != "none") {
-      auto table = cost::loadCostTable(*costModel);
+      auto table = commandCostTable(*costModel);
       if (!table) {
         std::fprintf(stderr, "netc: error: --cost-model: %s\n", table.message().c_str());
         exitCode = kUsageError;
         return;
       }
-      options.costTable = std::make_shared<const cost::CostTable>(std::move(*table));
-      options.costTableName = *costModel;
+      if (!table->note.empty()) // the server's stderr is the editor's log
+        std::fprintf(stderr, "netc: note: %s\n", table->note.c_str());
+      options.costTable = std::make_shared<const cost::CostTable>(std::move(table->table));
+      options.costTableName = table->label;
     }
     exitCode = lsp::runServer(STDIN_FILENO, STDOUT_FILENO, *debounce, std::move(options));
   });

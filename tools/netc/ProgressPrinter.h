@@ -23,6 +23,7 @@ public:
   void update(const TrainProgress &p);
   /// Erases the bar (before other output).
   void clear();
+  ProgressStyle style() const { return style_; }
 
 private:
   ProgressStyle style_;

@@ -16,12 +16,15 @@ namespace netc::cli {
 
 std::optional<ShownPartition> partitionForShow(const ir::Network &net, const PartitionFlags &flags,
                                                int64_t batch) {
-  const std::string spec = flags.costModel.empty() ? "cpu" : flags.costModel;
-  auto table = cost::loadCostTable(spec);
-  if (!table) {
-    std::fprintf(stderr, "netc: error: --cost-model: %s\n", printableText(table.message()).c_str());
+  auto choice = commandCostTable(flags.costModel);
+  if (!choice) {
+    std::fprintf(stderr, "netc: error: --cost-model: %s\n", printableText(choice.message()).c_str());
     return std::nullopt;
   }
+  if (!choice->note.empty())
+    std::fprintf(stderr, "netc: note: %s\n", printableText(choice->note).c_str());
+  const std::string &spec = choice->label;
+  const cost::CostTable *table = &choice->table;
   plan::UpdateRule rule;
   rule.hyper.momentum = 0.9f; // SGD with momentum: one state slot
   rule.optimizer = flags.optimizer == "adam"       ? plan::OptimizerKind::Adam

@@ -201,6 +201,18 @@ public:
     std::printf("%s\n", epochLine(e).c_str());
     std::fflush(stdout);
   }
+  void onCalibrating(int done, int total, const std::string &what) override {
+    if (quiet_ || progress_.style() == ProgressStyle::None)
+      return;
+    if (done == 0)
+      std::fprintf(stderr,
+                   "netc: measuring this machine's cost table for the estimate, once (--cost-model none "
+                   "leaves the estimate out)\n");
+    if (progress_.style() == ProgressStyle::Bar) { // lines: the header says how long it took
+      bool terminal = true;
+      printCalibrationProgress(&terminal, done, total, what);
+    }
+  }
   void onHint(const std::string &hint) override {
     if (silent_)
       return;
