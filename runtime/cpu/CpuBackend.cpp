@@ -203,6 +203,9 @@ public:
                           : fmt::format("--threads 0: {} of {} cores{}; {}", threads_, cores_,
                                         others_ > 0 ? fmt::format(", {} other task(s) running", others_) : "",
                                         cpu::hostWaitPolicy());
+    if (threads_ > 1 && !reference_)
+      info.threadNote +=
+          fmt::format("; each op on 1 or {} threads, whichever its first steps run faster", threads_);
     return info;
   }
 
@@ -242,9 +245,13 @@ public:
     size_t workspace = 0;
     commNames_.assign(plan.ops.size(), std::string());
     opThreads_.assign(plan.ops.size(), threads());
+    tuning_.assign(plan.ops.size(), OpTuning{});
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
       opThreads_[i] = opThreadCount(plan, plan.ops[i], maxBatch);
+      // An op large enough to share has its thread count measured in its first calls.
+      tuning_[i] = OpTuning{};
+      tuning_[i].active = opThreads_[i] > 1 && !reference_;
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
         commNames_[i] = plan::communicationName(plan, plan.ops[i]);
     }
@@ -348,12 +355,24 @@ public:
       }
       // An op too small to share runs on this thread alone (no region wakes another).
       const int callThreads = opThreads_[i];
-      if (callThreads != regionThreads) {
-        omp_set_num_threads(callThreads);
-        regionThreads = callThreads;
+      // Its first calls at the loaded batch alternate one thread and all,
+      // timed, until fasterThreadCount chooses (the same bits either way).
+      OpTuning *tuning = tuning_[i].active && batch == maxBatch_ ? &tuning_[i] : nullptr;
+      int threadsNow = callThreads;
+      if (tuning)
+        threadsNow = tuning->calls % 2 == 0 ? 1 : threads();
+      if (threadsNow != regionThreads) {
+        omp_set_num_threads(threadsNow);
+        regionThreads = threadsNow;
       }
-      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), callThreads};
+      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threadsNow};
+      const auto started =
+          tuning ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       kernelList_[static_cast<size_t>(op.kind)](call);
+      if (tuning)
+        recordTuning(
+            i, *tuning,
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count());
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
       // A started send goes on too: a transport that moves data only inside
@@ -444,6 +463,25 @@ private:
     return amount < kMinParallelWork ? 1 : threads();
   }
   static constexpr double kMinParallelWork = double(1 << 20);
+
+  /// An op's calls timed at one thread and at all (ThreadPolicy.h).
+  struct OpTuning {
+    bool active = false; // still measuring
+    int calls = 0;       // calls at the loaded batch so far, warm-up included
+    std::array<double, cpu::kOpTuningSamples> one{}, all{};
+  };
+  /// Keeps call `tuning.calls` of op `index`, which ran on one thread when
+  /// even and on all when odd; after the warm-up and kOpTuningSamples of
+  /// each, the op keeps the faster count.
+  void recordTuning(size_t index, OpTuning &tuning, double microseconds) {
+    const int sample = tuning.calls - 2 * cpu::kOpTuningWarmup;
+    if (sample >= 0)
+      (sample % 2 == 0 ? tuning.one : tuning.all)[static_cast<size_t>(sample / 2)] = microseconds;
+    if (++tuning.calls == 2 * (cpu::kOpTuningWarmup + cpu::kOpTuningSamples)) {
+      opThreads_[index] = cpu::fasterThreadCount(tuning.one, tuning.all, threads());
+      tuning.active = false;
+    }
+  }
 
   /// Op `index`, a communication op: starts an all-reduce of its arena range
   /// in place, or waits for every one started (dividing the means).
@@ -567,7 +605,8 @@ private:
   const cpu::KernelTable *kernels_ = nullptr;
   std::array<cpu::Kernel, cpu::kKernelOpCount> kernelList_{}; // kernels_'s, the dense ones as dense_ chose
   cpu::DenseKernelChoice dense_;
-  std::vector<int> opThreads_;      // per op: the threads it runs on (opThreadCount)
+  std::vector<int> opThreads_;      // per op: the threads it runs on (opThreadCount, then measured)
+  std::vector<OpTuning> tuning_;    // per op: its thread count's measurement
   int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
   int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)
   std::vector<float> arenaStorage_; // the activation arena's slots, then the input arena's

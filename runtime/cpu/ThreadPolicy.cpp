@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace netc::runtime::cpu {
 
@@ -91,6 +92,18 @@ int chooseThreadCount(int requested, int cores, int othersRunnable) {
   if (requested > 0)
     return requested;
   return std::max(1, cores - std::max(0, othersRunnable));
+}
+
+int fasterThreadCount(std::span<const double> oneThread, std::span<const double> allThreads, int threads) {
+  if (threads <= 1 || oneThread.empty() || allThreads.empty())
+    return 1;
+  auto median = [](std::span<const double> values) {
+    std::vector<double> sorted(values.begin(), values.end());
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  };
+  return median(allThreads) < (1 - kOpTuningMargin) * median(oneThread) ? threads : 1;
 }
 
 } // namespace netc::runtime::cpu

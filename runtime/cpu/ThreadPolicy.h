@@ -1,13 +1,15 @@
 // ThreadPolicy.h -- how the CPU backend's threads behave on a machine that
 // is not idle: how long an idle OpenMP thread spins before it sleeps (the
 // wait policy, which libgomp reads from the environment once, when it is
-// loaded), and how many threads `--threads 0` takes when other tasks are
-// running. Both are pure functions of what they read, tested on recorded
+// loaded), how many threads `--threads 0` takes when other tasks are
+// running, and which ops share the threads (each op's first calls are timed
+// on one thread and on all). All are pure functions of what they read, tested on recorded
 // cases (tests/unit/ThreadPolicyTest.cpp); the command line applies the wait
 // policy before libgomp starts (tools/netc/Main.cpp), and the run header
 // says what was chosen.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -49,5 +51,20 @@ int hostOtherRunnableTasks();
 /// The threads a backend runs: `requested` when positive; for 0 (all
 /// cores), the cores the other runnable tasks leave free, at least one.
 int chooseThreadCount(int requested, int cores, int othersRunnable);
+
+/// Calls of an op timed at each thread count, one and all, before its
+/// count is chosen (after kOpTuningWarmup untimed ones: first touches of
+/// memory, a cold cache).
+inline constexpr int kOpTuningSamples = 4, kOpTuningWarmup = 2;
+/// The share by which `threads` threads must beat one to be kept: a second
+/// thread that buys less leaves its core to the machine's other work.
+inline constexpr double kOpTuningMargin = 0.05;
+
+/// The thread count an op runs on, from its times (µs) on one thread and
+/// on `threads` threads, the same number of calls each: `threads` where
+/// their median is below one thread's by more than kOpTuningMargin, else 1.
+/// Every kernel gives the same bits on any thread count, so the choice
+/// changes the speed only (docs/performance.md).
+int fasterThreadCount(std::span<const double> oneThread, std::span<const double> allThreads, int threads);
 
 } // namespace netc::runtime::cpu
