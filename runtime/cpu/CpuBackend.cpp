@@ -249,9 +249,13 @@ public:
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
       opThreads_[i] = opThreadCount(plan, plan.ops[i], maxBatch);
-      // An op large enough to share has its thread count measured in its first calls.
-      tuning_[i] = OpTuning{};
-      tuning_[i].active = opThreads_[i] > 1 && !reference_;
+      // An op large enough to share has its thread count measured in its
+      // first calls; not one OpenBLAS runs, whose sums may change with it.
+      const bool blas =
+          dense_.kind == cpu::DenseKernelKind::Blas &&
+          (plan.ops[i].kind == plan::OpKind::Dense || plan.ops[i].kind == plan::OpKind::DenseGradWeights ||
+           plan.ops[i].kind == plan::OpKind::DenseGradInput);
+      tuning_[i].active = opThreads_[i] > 1 && !reference_ && !blas;
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
         commNames_[i] = plan::communicationName(plan, plan.ops[i]);
     }
