@@ -5,7 +5,6 @@
 // is missing, misspelt, of the wrong type or out of range is named by path.
 #include "codegen/CostTable.h"
 
-#include "support/Hash.h"
 #include "support/InputFile.h"
 #include "support/NumberText.h"
 #include "support/PrintableText.h"
@@ -53,13 +52,6 @@ constexpr plan::OpKind kAllKinds[] = {
 
 std::string join(std::string_view path, std::string_view key) {
   return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
-}
-
-/// Text from the file, safe to print and at most 60 bytes, in quotes.
-std::string inQuotes(std::string_view text) {
-  constexpr size_t kLimit = 60;
-  std::string shown = printableText(text.substr(0, kLimit));
-  return fmt::format("'{}{}'", shown, text.size() > kLimit ? "..." : "");
 }
 
 /// A JSON value as a message shows what it got: "a string", "-3", "null".
@@ -221,7 +213,7 @@ public:
       const std::string &key = item.key();
       if (std::find(known.begin(), known.end(), key) != known.end())
         continue;
-      std::string message = fmt::format("unknown key {}", inQuotes(key));
+      std::string message = fmt::format("unknown key {}", quotedExcerpt(key));
       if (path.empty())
         message += " at the top level";
       if (std::optional<std::string> near = closestMatch(key, std::vector<std::string_view>(known)))
@@ -383,7 +375,7 @@ bool readOps(Reader &reader, const Json &ops, const std::string &path, ComputePr
         return reader.fail(path, fmt::format("'{}' is a communication op, whose time the links give; "
                                              "it has no entry here",
                                              key));
-    std::string message = fmt::format("unknown op {}", inQuotes(key));
+    std::string message = fmt::format("unknown op {}", quotedExcerpt(key));
     if (std::optional<std::string> near = closestMatch(key, names))
       message += fmt::format("; did you mean '{}'?", *near);
     else
@@ -460,7 +452,7 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
     return false;
   if (table.backend != "cpu" && table.backend != "cuda")
     return reader.fail("backend",
-                       fmt::format("must be \"cpu\" or \"cuda\", got {}", inQuotes(table.backend)));
+                       fmt::format("must be \"cpu\" or \"cuda\", got {}", quotedExcerpt(table.backend)));
   if (!reader.string(root, "", "device", true, table.device) ||
       !reader.string(root, "", "source", false, table.source) ||
       !reader.integer(root, "", "memory_bytes", 1, kMaxMemoryBytes, "a positive integer of bytes up to 2^60",
@@ -551,25 +543,6 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
 }
 
 } // namespace
-
-std::vector<std::string> machineDifferences(const MachineDescription &table, const MachineDescription &here) {
-  std::vector<std::string> differences;
-  auto compare = [&](std::string_view what, const std::string &a, const std::string &b) {
-    if (a != b)
-      differences.push_back(fmt::format("{} {} (here {})", what, inQuotes(a), inQuotes(b)));
-  };
-  compare("CPU", table.cpu, here.cpu);
-  compare("instruction set", table.isa, here.isa);
-  compare("dense kernels", table.dense, here.dense);
-  compare("netc", table.netc, here.netc);
-  return differences;
-}
-
-std::string machineCacheFileName(const MachineDescription &here) {
-  // A separator no field holds keeps ("ab", "c") and ("a", "bc") apart.
-  const std::string key = fmt::format("{}\n{}\n{}\n{}", here.cpu, here.isa, here.dense, here.netc);
-  return fmt::format("cpu-{:016x}.json", fnv1a64(key));
-}
 
 double Link::sendUs(double bytes) const {
   return alphaUs + bytes / bytesPerSecond * 1e6;
@@ -815,7 +788,7 @@ Expected<CostTable> loadCostTable(std::string_view spec) {
     list += fmt::format("{}'{}'", i == 0 ? "" : i + 1 == names.size() ? " and " : ", ", names[i]);
   std::string message = fmt::format("{}: no such cost table: the built-in ones are {}, and there is no file "
                                     "of that name (a table that `netc calibrate` wrote)",
-                                    inQuotes(spec), list);
+                                    quotedExcerpt(spec), list);
   if (std::optional<std::string> near =
           closestMatch(spec, std::vector<std::string_view>(names.begin(), names.end())))
     message += fmt::format("; did you mean '{}'?", *near);

@@ -8,6 +8,7 @@
 // names the one that is wrong; nothing here runs or measures anything.
 #pragma once
 
+#include "codegen/MachineDescription.h"
 #include "codegen/Plan.h"
 #include "support/Status.h"
 
@@ -92,29 +93,6 @@ struct Storage {
   std::string source;
   double writeUs(double bytes) const { return overheadUs + bytes / bytesPerSecond * 1e6; }
 };
-
-/// The machine a table was measured on, as far as its rates depend on it
-/// (docs/estimate.md, "A table from another machine"). Tables written by
-/// netc calibrate hold it; a table without it describes no machine.
-struct MachineDescription {
-  std::string cpu;   ///< the processor's model name ("Intel(R) Xeon(R) Processor"), or the GPU's
-  std::string isa;   ///< the fast kernels' instruction set: "avx512", "avx2", "baseline" ("" on a GPU)
-  std::string dense; ///< the dense products' kernels, as the run header names them ("netc avx512")
-  std::string netc;  ///< the version of netc that measured it (its kernels change between versions)
-  int cores = 0;     ///< the machine's cores (shown, not compared: profiles are per thread count)
-  /// The peak probe of netc bench --profile: one thread's multiply-adds in
-  /// GFLOP/s and a copy through memory in GB/s (0: not measured). Shown.
-  double peakGflopsPerCore = 0, peakCopyGbPerSecond = 0;
-};
-
-/// What differs between the machine `table` describes and `here`, one
-/// phrase each ("CPU 'AMD EPYC 9B14' (here 'Intel(R) Xeon(R) Processor')"):
-/// the processor, the instruction set, the dense kernels and netc's version.
-/// Empty when the table describes this machine. A pure function.
-std::vector<std::string> machineDifferences(const MachineDescription &table, const MachineDescription &here);
-/// The file name of the cached table of machine `here`: "cpu-" and 16 hex
-/// digits of a hash of what machineDifferences compares, ".json".
-std::string machineCacheFileName(const MachineDescription &here);
 
 struct CostTable {
   std::string backend;                            ///< the backend it was measured on: "cpu", "cuda"

@@ -29,4 +29,8 @@ std::string printableMessage(std::string_view text) {
   return escaped(text, true);
 }
 
+std::string quotedExcerpt(std::string_view text, size_t limit) {
+  return fmt::format("'{}{}'", printableText(text.substr(0, limit)), text.size() > limit ? "..." : "");
+}
+
 } // namespace netc

@@ -22,4 +22,8 @@ std::string printableText(std::string_view text);
 /// terminal).
 std::string printableMessage(std::string_view text);
 
+/// printableText of at most `limit` bytes of `text`, in single quotes,
+/// with "..." after a cut: 'AMD EPYC 9B14', for a message.
+std::string quotedExcerpt(std::string_view text, size_t limit = 60);
+
 } // namespace netc

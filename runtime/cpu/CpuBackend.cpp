@@ -28,6 +28,7 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <utility>
 
 #include <unistd.h>
 
@@ -204,8 +205,9 @@ public:
                                         others_ > 0 ? fmt::format(", {} other task(s) running", others_) : "",
                                         cpu::hostWaitPolicy());
     if (threads_ > 1 && !reference_)
-      info.threadNote +=
-          fmt::format("; each op on 1 or {} threads, whichever its first steps run faster", threads_);
+      info.threadNote += fmt::format("; each op on 1 or {} threads, whichever its first steps run faster, "
+                                     "and all on one while whole steps run faster so (checked every {:g} s)",
+                                     threads_, cpu::ShareCheck::kIntervalSeconds);
     return info;
   }
 
@@ -246,6 +248,10 @@ public:
     commNames_.assign(plan.ops.size(), std::string());
     opThreads_.assign(plan.ops.size(), threads());
     tuning_.assign(plan.ops.size(), OpTuning{});
+    tuned_.assign(plan.ops.size(), false);
+    tuningLeft_ = 0;
+    shareCheck_ = cpu::ShareCheck{};
+    stepRange_ = {0, 0};
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
       opThreads_[i] = opThreadCount(plan, plan.ops[i], maxBatch);
@@ -256,6 +262,7 @@ public:
           (plan.ops[i].kind == plan::OpKind::Dense || plan.ops[i].kind == plan::OpKind::DenseGradWeights ||
            plan.ops[i].kind == plan::OpKind::DenseGradInput);
       tuning_[i].active = opThreads_[i] > 1 && !reference_ && !blas;
+      tuningLeft_ += tuning_[i].active ? 1 : 0;
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
         commNames_[i] = plan::communicationName(plan, plan.ops[i]);
     }
@@ -342,6 +349,20 @@ public:
       if (input >= 0)
         pointers_[static_cast<size_t>(input)] = inputPointer(inputSlot, input);
     void *const *buffers = pointers_.data();
+    // The step's calls (the widest range run at the loaded batch) are timed
+    // while ShareCheck measures; while it finds one thread faster, every op
+    // runs on one.
+    if (batch == maxBatch_ && last - first > 1 && last - first > stepRange_.second - stepRange_.first) {
+      stepRange_ = {first, last};
+      if (shareCheck_.measuring()) { // a window of narrower calls starts again
+        shareCheck_ = cpu::ShareCheck{};
+        shareCheck_.start(seconds(), anyShared());
+      }
+    }
+    const bool stepCall = std::pair{first, last} == stepRange_ && batch == maxBatch_;
+    const bool timed = stepCall && shareCheck_.measuring();
+    const bool alone = shareCheck_.alone();
+    double kernelMicros = 0;
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];
       if (op.kind == plan::OpKind::Send || op.kind == plan::OpKind::Receive) {
@@ -358,7 +379,7 @@ public:
         continue;
       }
       // An op too small to share runs on this thread alone (no region wakes another).
-      const int callThreads = opThreads_[i];
+      const int callThreads = alone && tuned_[i] ? 1 : opThreads_[i];
       // Its first calls at the loaded batch alternate one thread and all,
       // timed, until fasterThreadCount chooses (the same bits either way).
       OpTuning *tuning = tuning_[i].active && batch == maxBatch_ ? &tuning_[i] : nullptr;
@@ -371,12 +392,15 @@ public:
       }
       cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threadsNow};
       const auto started =
-          tuning ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+          tuning || timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       kernelList_[static_cast<size_t>(op.kind)](call);
-      if (tuning)
-        recordTuning(
-            i, *tuning,
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count());
+      if (tuning || timed) {
+        const double micros =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count();
+        kernelMicros += micros;
+        if (tuning)
+          recordTuning(i, *tuning, micros);
+      }
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
       // A started send goes on too: a transport that moves data only inside
@@ -386,6 +410,8 @@ public:
     }
     if (regionThreads != threads())
       omp_set_num_threads(threads());
+    if (stepCall)
+      shareCheck_.record(kernelMicros, seconds());
     return Status::success();
   }
 
@@ -477,6 +503,16 @@ private:
   /// Keeps call `tuning.calls` of op `index`, which ran on one thread when
   /// even and on all when odd; after the warm-up and kOpTuningSamples of
   /// each, the op keeps the faster count.
+  /// Whether an op measured faster on all threads (and so shares them unless ShareCheck says alone).
+  bool anyShared() const {
+    for (size_t i = 0; i < tuned_.size(); ++i)
+      if (tuned_[i] && opThreads_[i] > 1)
+        return true;
+    return false;
+  }
+  static double seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
   void recordTuning(size_t index, OpTuning &tuning, double microseconds) {
     const int sample = tuning.calls - 2 * cpu::kOpTuningWarmup;
     if (sample >= 0)
@@ -484,6 +520,9 @@ private:
     if (++tuning.calls == 2 * (cpu::kOpTuningWarmup + cpu::kOpTuningSamples)) {
       opThreads_[index] = cpu::fasterThreadCount(tuning.one, tuning.all, threads());
       tuning.active = false;
+      tuned_[index] = true;
+      if (--tuningLeft_ == 0) // every op has chosen: whole steps check the choice
+        shareCheck_.start(seconds(), anyShared());
     }
   }
 
@@ -609,8 +648,12 @@ private:
   const cpu::KernelTable *kernels_ = nullptr;
   std::array<cpu::Kernel, cpu::kKernelOpCount> kernelList_{}; // kernels_'s, the dense ones as dense_ chose
   cpu::DenseKernelChoice dense_;
-  std::vector<int> opThreads_;      // per op: the threads it runs on (opThreadCount, then measured)
-  std::vector<OpTuning> tuning_;    // per op: its thread count's measurement
+  std::vector<int> opThreads_;                // per op: the threads it runs on (opThreadCount, then measured)
+  std::vector<OpTuning> tuning_;              // per op: its thread count's measurement
+  std::vector<bool> tuned_;                   // per op: its thread count was measured
+  int tuningLeft_ = 0;                        // ops still measuring
+  cpu::ShareCheck shareCheck_;                // whether the measured ops share the threads now
+  std::pair<size_t, size_t> stepRange_{0, 0}; // the calls ShareCheck times
   int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
   int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)
   std::vector<float> arenaStorage_; // the activation arena's slots, then the input arena's

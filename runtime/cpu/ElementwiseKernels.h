@@ -9,6 +9,7 @@
 #include "runtime/cpu/LaneVector.h"
 #endif
 
+#include <algorithm>
 #include <type_traits>
 
 namespace netc::runtime::cpu {
@@ -56,8 +57,17 @@ template <class T> void applyRow(ir::Activation fn, const float *x, float *y, in
 /// feature-major layout, one sample's n features in the sample-major one.
 template <class Run> void forEachRun(const KernelCall &c, int64_t n, Run run) {
   if (c.lanes) {
-    if (c.batch == c.lanes) { // the whole buffer is one run
-      run(int64_t{0}, n * c.lanes);
+    if (c.batch == c.lanes) { // the whole buffer: one run of rows per thread
+      const int parts = static_cast<int>(std::clamp<int64_t>(c.threads, 1, n));
+      if (parts == 1) {
+        run(int64_t{0}, n * c.lanes);
+        return;
+      }
+#pragma omp parallel for schedule(static)
+      for (int part = 0; part < parts; ++part) {
+        const int64_t begin = n * part / parts, end = n * (part + 1) / parts;
+        run(begin * c.lanes, (end - begin) * c.lanes);
+      }
       return;
     }
 #pragma omp parallel for schedule(static)

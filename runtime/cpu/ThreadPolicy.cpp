@@ -106,4 +106,52 @@ int fasterThreadCount(std::span<const double> oneThread, std::span<const double>
   return median(allThreads) < (1 - kOpTuningMargin) * median(oneThread) ? threads : 1;
 }
 
+void ShareCheck::start(double nowSeconds, bool anyShared) {
+  settledAt_ = nowSeconds;
+  windowsMicros_ = 0;
+  if (anyShared)
+    beginWindow(Phase::Shared);
+}
+
+void ShareCheck::beginWindow(Phase phase) {
+  phase_ = phase;
+  warm_ = false;
+  windowMicros_ = 0;
+  windowSteps_ = 0;
+}
+
+void ShareCheck::record(double micros, double nowSeconds) {
+  if (phase_ == Phase::Settled) {
+    const double interval = std::max(kIntervalSeconds, kIntervalWindows * windowsMicros_ * 1e-6);
+    if (nowSeconds - settledAt_ >= interval) {
+      windowsMicros_ = 0;
+      beginWindow(Phase::Shared);
+    }
+    return;
+  }
+  if (!measuring())
+    return;
+  if (!warm_) { // the first step after a change warms the caches for it
+    warm_ = true;
+    return;
+  }
+  windowMicros_ += micros;
+  ++windowSteps_;
+  if (windowSteps_ < kWindowSteps || windowMicros_ < kWindowSeconds * 1e6)
+    return;
+  windowsMicros_ += windowMicros_;
+  const double mean = windowMicros_ / windowSteps_;
+  if (phase_ == Phase::Shared) {
+    sharedMean_ = mean;
+    beginWindow(Phase::Alone);
+    return;
+  }
+  aloneMean_ = mean;
+  const double shared[] = {sharedMean_}, alone[] = {aloneMean_};
+  alone_ = fasterThreadCount(alone, shared, 2) == 1;
+  ++checks_;
+  phase_ = Phase::Settled;
+  settledAt_ = nowSeconds;
+}
+
 } // namespace netc::runtime::cpu

@@ -3,10 +3,10 @@
 // wait policy, which libgomp reads from the environment once, when it is
 // loaded), how many threads `--threads 0` takes when other tasks are
 // running, and which ops share the threads (each op's first calls are timed
-// on one thread and on all). All are pure functions of what they read, tested on recorded
-// cases (tests/unit/ThreadPolicyTest.cpp); the command line applies the wait
-// policy before libgomp starts (tools/netc/Main.cpp), and the run header
-// says what was chosen.
+// on one thread and on all; whole steps then check, now and then, that
+// sharing still pays on a machine whose load changes). All are pure functions of what they read, tested on
+// recorded cases (tests/unit/ThreadPolicyTest.cpp); the command line applies the wait policy before libgomp
+// starts (tools/netc/Main.cpp), and the run header says what was chosen.
 #pragma once
 
 #include <span>
@@ -17,12 +17,14 @@ namespace netc::runtime::cpu {
 
 /// The spin bound netc gives libgomp when the user sets neither
 /// OMP_WAIT_POLICY nor GOMP_SPINCOUNT: an idle thread spins this many
-/// iterations before it sleeps. libgomp's own default, 300,000 iterations
-/// (milliseconds), keeps idle threads on the cores, where a busy machine's
-/// other tasks need them: measured on the seed network with 2 threads and
-/// one competing process, 0 trains 5.2x faster than the default, 100 4.9x,
-/// 1,000 3.1x, and on an idle machine 0 costs 9% (docs/performance.md).
-inline constexpr std::string_view kNetcSpinCount = "0";
+/// iterations (about 100 us on the machines measured) before it sleeps, so
+/// the next op of a step finds it awake. A sleeping thread takes 50-90 us
+/// to wake on a cloud VM whose idle vCPU halts (docs/performance.md), more
+/// than most ops take. libgomp's own default, 300,000 iterations
+/// (milliseconds), also spins between steps. A spinning thread takes a core
+/// that a busy machine's other tasks need: ShareCheck then runs every op on
+/// one thread, and no thread spins.
+inline constexpr std::string_view kNetcSpinCount = "10000";
 
 /// What to do about the OpenMP wait policy, given the environment's
 /// OMP_WAIT_POLICY and GOMP_SPINCOUNT (null: unset).
@@ -66,5 +68,46 @@ inline constexpr double kOpTuningMargin = 0.05;
 /// Every kernel gives the same bits on any thread count, so the choice
 /// changes the speed only (docs/performance.md).
 int fasterThreadCount(std::span<const double> oneThread, std::span<const double> allThreads, int threads);
+
+/// Whether sharing still pays, checked on whole steps: the ops that
+/// fasterThreadCount gave all threads keep them only while a window of
+/// steps with them shared runs faster than a window with every op on one
+/// thread. An op's own calls, timed in turn, cannot see a competing task's
+/// fair share of the cores: over a few milliseconds the two threads win,
+/// over a second the spinning thread and the other task take turns on one
+/// core and the step waits for both. The check runs again every
+/// kShareCheckInterval seconds (or 20 windows' time, if longer), so a
+/// machine that becomes busy or idle is followed. A pure state machine of
+/// the recorded step times and the clock.
+class ShareCheck {
+public:
+  /// Seconds of kernel time a window lasts, and its fewest steps (after
+  /// one untimed step, which warms the caches for the new choice).
+  static constexpr double kWindowSeconds = 0.1;
+  static constexpr int kWindowSteps = 3;
+  static constexpr double kIntervalSeconds = 5, kIntervalWindows = 20;
+
+  /// Starts the first check (the ops' own tuning is over) at `nowSeconds`;
+  /// no-op when nothing shares the threads.
+  void start(double nowSeconds, bool anyShared);
+  /// Whether the next step runs every op on one thread.
+  bool alone() const { return phase_ == Phase::Alone || (phase_ == Phase::Settled && alone_); }
+  /// Whether the next step's time is wanted (record() takes it then).
+  bool measuring() const { return phase_ == Phase::Shared || phase_ == Phase::Alone; }
+  /// After a step: its kernels' time in µs (read only while measuring) and the clock.
+  void record(double micros, double nowSeconds);
+  /// The mean step times (µs) of the last check's two windows (0 before one).
+  double sharedMicros() const { return sharedMean_; }
+  double aloneMicros() const { return aloneMean_; }
+  int checks() const { return checks_; }
+
+private:
+  enum class Phase { Off, Shared, Alone, Settled };
+  void beginWindow(Phase phase);
+  Phase phase_ = Phase::Off;
+  bool alone_ = false, warm_ = false;
+  double windowMicros_ = 0, windowsMicros_ = 0, sharedMean_ = 0, aloneMean_ = 0, settledAt_ = 0;
+  int windowSteps_ = 0, checks_ = 0;
+};
 
 } // namespace netc::runtime::cpu

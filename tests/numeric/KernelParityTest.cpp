@@ -311,6 +311,35 @@ TEST(ParityThreads, ThreadCountDoesNotChangeResults) {
   }
 }
 
+/// At a batch that fills the lanes, the elementwise ops (activations and
+/// their gradients) split the buffer into one run of rows per thread, and
+/// the ops large enough to share time their first calls on one thread and
+/// on both in turn (CpuBackend's per-op choice). The seed network's forward
+/// and backward pass at batch 512 then leaves every buffer bit-identical on
+/// 1 and 2 threads, call after call: a row range the split dropped or wrote
+/// twice would differ.
+TEST(ParityThreads, ElementwiseRowsSplitOverThreadsMatchOneThread) {
+  Compiled compiled = compileAndPlan(readFile(sourcePath("examples/mnist.net")), {}, {true, {}, false});
+  ASSERT_GT(compiled.plan.ops.size(), 0u);
+  const plan::Plan &plan = compiled.plan;
+  const int64_t batch = 512; // a multiple of the lane chunk: the whole-buffer run
+  const State initial = randomState(plan, batch, 17);
+  Machine one(plan, batch, {1, false, {}}), two(plan, batch, {2, false, {}});
+  for (int call = 0; call < 6; ++call) { // the tuning's calls alternate 1 and 2 threads
+    SCOPED_TRACE(fmt::format("call {}", call));
+    for (Machine *machine : {&one, &two}) {
+      machine->restore(initial);
+      machine->run(0, plan.backwardEnd);
+    }
+    for (size_t b = 0; b < plan.buffers.size(); ++b) {
+      if (isFloatData(plan.buffers[b])) {
+        EXPECT_TRUE(
+            bitIdentical(plan.buffers[b].name, two.read(static_cast<int>(b)), one.read(static_cast<int>(b))));
+      }
+    }
+  }
+}
+
 /// The fast update op splits the parameter arena over the threads when each
 /// gets runtime::cpu::kMinUpdatePerThread elements (the fixed networks above
 /// are too small for it): for the seed network and LeNet-5, under every

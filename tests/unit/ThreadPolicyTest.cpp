@@ -2,8 +2,9 @@
 // (runtime/cpu/ThreadPolicy.h) as pure functions of recorded cases: netc's
 // OpenMP wait policy only where the user set none, the run header's words
 // for each policy, the other runnable tasks read from /proc/loadavg lines,
-// the threads `--threads 0` takes beside them, and each op's thread count
-// from its measured calls.
+// the threads `--threads 0` takes beside them, each op's thread count
+// from its measured calls, and the whole-step check that keeps or drops
+// the sharing as the machine's load changes.
 #include "runtime/cpu/ThreadPolicy.h"
 
 #include <gtest/gtest.h>
@@ -25,7 +26,8 @@ TEST(ThreadPolicy, NetcSetsTheSpinBoundOnlyWhereTheUserSetNone) {
 
 TEST(ThreadPolicy, TheHeaderNamesThePolicyInEffect) {
   EXPECT_EQ(describeWaitPolicy(nullptr, std::string(kNetcSpinCount).c_str()),
-            "idle threads sleep at once (netc's default)");
+            "idle threads spin 10000 then sleep (netc's default)");
+  EXPECT_EQ(describeWaitPolicy(nullptr, "0"), "idle threads sleep at once (GOMP_SPINCOUNT)");
   EXPECT_EQ(describeWaitPolicy("active", "0"), "idle threads sleep at once (GOMP_SPINCOUNT)");
   EXPECT_EQ(describeWaitPolicy(nullptr, "20000"), "idle threads spin 20000 then sleep (GOMP_SPINCOUNT)");
   EXPECT_EQ(describeWaitPolicy("passive", nullptr), "idle threads sleep at once (OMP_WAIT_POLICY=passive)");
@@ -81,6 +83,103 @@ TEST(OpThreads, TwoThreadsAreKeptOnlyWhereTheyAreClearlyFaster) {
   // Nothing measured, or one thread to begin with.
   EXPECT_EQ(fasterThreadCount({}, clearly, 2), 1);
   EXPECT_EQ(fasterThreadCount(near, clearly, 1), 1);
+}
+
+/// Feeds `check` steps of `micros` each, one every `micros` of the clock
+/// from `now` (seconds), until `until`; returns the clock.
+double runSteps(ShareCheck &check, double now, double micros, double until) {
+  while (now < until) {
+    now += micros * 1e-6;
+    check.record(micros, now);
+  }
+  return now;
+}
+
+TEST(ShareCheck, WholeStepsKeepTheSharingOnlyWhileItPays) {
+  // Recorded on the 2-vCPU Sapphire Rapids VM, seed network at batch 128
+  // (µs per step): idle, shared 1,433 and alone 1,927; beside a competing
+  // process, shared 5,146 (the spinning thread and the other task take
+  // turns) and alone 1,966.
+  ShareCheck check;
+  EXPECT_FALSE(check.measuring());
+  EXPECT_FALSE(check.alone());
+  check.start(0, true);
+  ASSERT_TRUE(check.measuring());
+  EXPECT_FALSE(check.alone()); // the shared window first
+  double now = 0;
+  // Each window: one untimed step, then at least kWindowSeconds and kWindowSteps.
+  while (!check.alone())
+    check.record(1433, now += 1433e-6);
+  EXPECT_TRUE(check.measuring());
+  EXPECT_NEAR(check.sharedMicros(), 1433, 1e-9);
+  while (check.measuring())
+    check.record(1927, now += 1927e-6);
+  EXPECT_EQ(check.checks(), 1);
+  EXPECT_FALSE(check.alone()); // idle: the ops keep both threads
+  EXPECT_NEAR(check.aloneMicros(), 1927, 1e-9);
+  EXPECT_GE(now, 2 * ShareCheck::kWindowSeconds);
+  // No check again before the interval...
+  now = runSteps(check, now, 1433, now + ShareCheck::kIntervalSeconds - 0.01);
+  EXPECT_FALSE(check.measuring());
+  EXPECT_EQ(check.checks(), 1);
+  // ...then the machine is busy: the next check runs every op on one thread.
+  now = runSteps(check, now, 1433, now + 0.02);
+  ASSERT_TRUE(check.measuring());
+  while (!check.alone())
+    check.record(5146, now += 5146e-6);
+  while (check.measuring())
+    check.record(1966, now += 1966e-6);
+  EXPECT_EQ(check.checks(), 2);
+  EXPECT_TRUE(check.alone());
+  // Idle again at the check after: shared again.
+  now = runSteps(check, now, 1966, now + ShareCheck::kIntervalSeconds + 0.01);
+  ASSERT_TRUE(check.measuring());
+  EXPECT_FALSE(check.alone());
+  while (!check.alone())
+    check.record(1433, now += 1433e-6);
+  while (check.measuring())
+    check.record(1927, now += 1927e-6);
+  EXPECT_FALSE(check.alone());
+  EXPECT_EQ(check.checks(), 3);
+}
+
+TEST(ShareCheck, WithinTheMarginTheCoreIsLeftToTheMachine) {
+  ShareCheck check;
+  check.start(0, true);
+  double now = 0;
+  while (!check.alone())
+    check.record(970, now += 970e-6);
+  while (check.measuring())
+    check.record(1000, now += 1000e-6);
+  EXPECT_TRUE(check.alone()); // 3% faster shared is not enough (kOpTuningMargin)
+}
+
+TEST(ShareCheck, LongStepsTakeTheFewestStepsAndALongerInterval) {
+  // Steps of 2 s: a window is kWindowSteps timed steps (after an untimed one),
+  // and the next check waits 20 windows' time, not 5 s.
+  ShareCheck check;
+  check.start(0, true);
+  double now = 0;
+  int steps = 0;
+  while (check.measuring()) {
+    check.record(2e6, now += 2);
+    ++steps;
+  }
+  EXPECT_EQ(steps, 2 * (1 + ShareCheck::kWindowSteps));
+  now = runSteps(check, now, 2e6, now + ShareCheck::kIntervalWindows * 2 * ShareCheck::kWindowSteps * 2 - 2);
+  EXPECT_FALSE(check.measuring());
+  now = runSteps(check, now, 2e6, now + 2);
+  EXPECT_TRUE(check.measuring());
+}
+
+TEST(ShareCheck, NothingSharedNothingChecked) {
+  ShareCheck check;
+  check.start(0, false);
+  check.record(100, 10);
+  check.record(100, 1000);
+  EXPECT_FALSE(check.measuring());
+  EXPECT_FALSE(check.alone());
+  EXPECT_EQ(check.checks(), 0);
 }
 
 } // namespace
