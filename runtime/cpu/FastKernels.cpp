@@ -60,19 +60,23 @@ void convolveTile(const float *const *rows, int64_t window, const float *const *
   // The weight rows in locals: GCC then keeps them in registers across the
   // window loop (read through `kernel`, it reloads them every cell).
   const float *weights[Maps];
+#pragma GCC unroll 16
   for (int j = 0; j < Maps; ++j)
     weights[j] = kernel[j];
   for (int64_t b0 = 0; b0 < chunks * kLaneChunk; b0 += kLaneChunk) {
     LaneVector acc[Maps];
+#pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
       acc[j] = splat(bias[j]);
     for (int64_t k = 0; k < window; ++k) {
       if (!rows[k])
         continue;
       const LaneVector v = loadLanes(rows[k] + b0);
+#pragma GCC unroll 16
       for (int j = 0; j < Maps; ++j)
         acc[j] += weights[j][k] * v;
     }
+#pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
       storeLanes(out[j] + b0, accumulate ? loadLanes(out[j] + b0) + acc[j] : acc[j]);
   }
@@ -89,16 +93,22 @@ constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7
 template <int Maps>
 void convolveBackTile(float *const *rows, int64_t window, const float *const *kernel, const float *const *dy,
                       int64_t b0, int64_t b1) {
+  const float *weights[Maps]; // in locals, as in convolveTile
+#pragma GCC unroll 16
+  for (int j = 0; j < Maps; ++j)
+    weights[j] = kernel[j];
   for (; b0 < b1; b0 += kLaneChunk) {
     LaneVector g[Maps];
+#pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
       g[j] = loadLanes(dy[j] + b0);
     for (int64_t k = 0; k < window; ++k) {
       if (!rows[k])
         continue;
-      LaneVector sum = kernel[0][k] * g[0];
+      LaneVector sum = weights[0][k] * g[0];
+#pragma GCC unroll 16
       for (int j = 1; j < Maps; ++j)
-        sum += kernel[j][k] * g[j];
+        sum += weights[j][k] * g[j];
       storeLanes(rows[k] + b0, loadLanes(rows[k] + b0) + sum);
     }
   }
@@ -162,11 +172,15 @@ struct WeightGradTile {
   static void accumulate(const float *const *g, const float *const *v, int64_t b0, LaneMask mask,
                          LaneVector (&acc)[Maps][Cells]) {
     LaneVector gv[Maps], xv[Cells];
+#pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
       gv[j] = Masked ? masked(loadLanes(g[j] + b0), mask) : loadLanes(g[j] + b0);
+#pragma GCC unroll 16
     for (int k = 0; k < Cells; ++k)
       xv[k] = !v[k] ? LaneVector{} : Masked ? masked(loadLanes(v[k] + b0), mask) : loadLanes(v[k] + b0);
+#pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
+#pragma GCC unroll 16
       for (int k = 0; k < Cells; ++k)
         acc[j][k] += gv[j] * xv[k];
   }
@@ -178,8 +192,10 @@ struct WeightGradTile {
     const LaneMask tail = firstLanes(rest);
     for (int64_t p = 0; p < t.a.positions; ++p) {
       const float *g[Maps], *v[Cells];
+#pragma GCC unroll 16
       for (int j = 0; j < Maps; ++j)
         g[j] = r.dy + t.output(m0 + j, u, p) * r.lanes;
+#pragma GCC unroll 16
       for (int k = 0; k < Cells; ++k) {
         const int32_t node = t.cell(u, p, k0 + k);
         v[k] = node >= 0 ? r.x + node * r.lanes : nullptr;
@@ -189,8 +205,10 @@ struct WeightGradTile {
       if (rest)
         accumulate<Maps, Cells, true>(g, v, full * kLaneChunk, tail, acc);
     }
+#pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j) {
       float *row = dw + t.kernelRow(m0 + j, u) + k0;
+#pragma GCC unroll 16
       for (int k = 0; k < Cells; ++k)
         row[k] = accumulateInto ? row[k] + sumLanes(acc[j][k]) : sumLanes(acc[j][k]);
     }
