@@ -133,15 +133,25 @@ int threadCount() {
   return gThreads > 0 ? gThreads : omp_get_max_threads();
 }
 
+namespace {
+/// A fast convolution kernel's workspace: each thread's cell row pointers,
+/// then its weights re-laid for the map tiles (FastKernels.cpp,
+/// ConvTables::packWeights).
+size_t convolutionWorkspace(const plan::ConvAttrs &a, int threads) {
+  return size_t(threads) * size_t(a.window) * sizeof(void *) +
+         size_t(a.maps) * size_t(a.groups) * size_t(a.window) * sizeof(float);
+}
+} // namespace
+
 size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads) {
   const bool fast = lanes > 0;
   switch (op.kind) {
   case plan::OpKind::DenseGradWeights: // fast: each thread's transposed panel of inputs
     return fast ? size_t(threads) * size_t(lanes) * size_t(kDenseGradPanel) * sizeof(float) : 0;
-  case plan::OpKind::Convolution: // fast: each thread's cell rows
-    return fast ? size_t(threads) * size_t(op.get<plan::ConvAttrs>().window) * sizeof(void *) : 0;
-  case plan::OpKind::ConvolutionGradInput: // fast: cell rows; reference: a double per input
-    return fast ? size_t(threads) * size_t(op.get<plan::ConvAttrs>().window) * sizeof(void *)
+  case plan::OpKind::Convolution: // fast: each thread's cell rows, then the packed weights
+    return fast ? convolutionWorkspace(op.get<plan::ConvAttrs>(), threads) : 0;
+  case plan::OpKind::ConvolutionGradInput: // fast: the same; reference: a double per input
+    return fast ? convolutionWorkspace(op.get<plan::ConvAttrs>(), threads)
                 : size_t(op.get<plan::ConvAttrs>().inputs) * sizeof(double);
   case plan::OpKind::ConvolutionGradWeights: // reference: a double per window cell
     return fast ? 0 : size_t(op.get<plan::ConvAttrs>().window) * sizeof(double);

@@ -50,72 +50,117 @@ Tile tileOf(int64_t index, int64_t count, int64_t limit) {
   return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
 }
 
-/// Convolution outputs at one (group, position), chunk by chunk: maps
-/// [m0, m0 + Maps) of y = bias + Σ_k W[k] · x[cell k], where rows[k] is the
-/// row of cell k (null for a dummy cell), kernel[j] map m0 + j's weight row,
-/// bias[j] its bias and out[j] its output row.
-template <int Maps>
-void convolveTile(const float *const *rows, int64_t window, const float *const *kernel, const float *bias,
-                  float *const *out, int64_t chunks, bool accumulate) {
-  // The weight rows in locals: GCC then keeps them in registers across the
-  // window loop (read through `kernel`, it reloads them every cell).
-  const float *weights[Maps];
+/// Chunks of batch columns a convolution tile computes at once: with
+/// AVX-512's 32 registers, two chunks of up to 12 maps' accumulators, so each
+/// cell's weights are read once for both; one elsewhere (a LaneVector takes
+/// two AVX2 registers, four SSE ones). Each output sums its cells in the
+/// same order either way.
+#if defined(__AVX512F__)
+constexpr int kConvChunks = 2;
+#else
+constexpr int kConvChunks = 1;
+#endif
+
+/// Convolution outputs at one (group, position), `Chunks` chunks from
+/// column b0: maps [m0, m0 + Maps) of y = bias + Σ_k W[k] · x[cell k], where
+/// rows[k] is the row of cell k (null for a dummy cell), packed[k * Maps + j]
+/// map m0 + j's weight of cell k (ConvTables::packWeights), bias[j] its bias
+/// and out[j] its output row.
+template <int Maps, int Chunks>
+inline void convolveChunks(const float *const *rows, int64_t window, const float *packed, const float *bias,
+                           float *const *out, int64_t b0, bool accumulate) {
+  LaneVector acc[Chunks][Maps];
 #pragma GCC unroll 16
-  for (int j = 0; j < Maps; ++j)
-    weights[j] = kernel[j];
-  for (int64_t b0 = 0; b0 < chunks * kLaneChunk; b0 += kLaneChunk) {
-    LaneVector acc[Maps];
+  for (int c = 0; c < Chunks; ++c)
 #pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
-      acc[j] = splat(bias[j]);
-    for (int64_t k = 0; k < window; ++k) {
-      if (!rows[k])
-        continue;
-      const LaneVector v = loadLanes(rows[k] + b0);
+      acc[c][j] = splat(bias[j]);
+  for (int64_t k = 0; k < window; ++k) {
+    if (!rows[k])
+      continue;
+    LaneVector v[Chunks];
 #pragma GCC unroll 16
-      for (int j = 0; j < Maps; ++j)
-        acc[j] += weights[j][k] * v;
+    for (int c = 0; c < Chunks; ++c)
+      v[c] = loadLanes(rows[k] + b0 + c * kLaneChunk);
+#pragma GCC unroll 16
+    for (int j = 0; j < Maps; ++j) {
+      const float w = packed[k * Maps + j];
+#pragma GCC unroll 16
+      for (int c = 0; c < Chunks; ++c)
+        acc[c][j] += w * v[c];
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < Maps; ++j)
-      storeLanes(out[j] + b0, accumulate ? loadLanes(out[j] + b0) + acc[j] : acc[j]);
   }
+#pragma GCC unroll 16
+  for (int c = 0; c < Chunks; ++c)
+#pragma GCC unroll 16
+    for (int j = 0; j < Maps; ++j) {
+      float *at = out[j] + b0 + c * kLaneChunk;
+      storeLanes(at, accumulate ? loadLanes(at) + acc[c][j] : acc[c][j]);
+    }
 }
 
-using ConvolveTile = void (*)(const float *const *, int64_t, const float *const *, const float *,
-                              float *const *, int64_t, bool);
+/// convolveChunks over all `chunks` chunks of columns, kConvChunks at a time.
+template <int Maps>
+void convolveTile(const float *const *rows, int64_t window, const float *packed, const float *bias,
+                  float *const *out, int64_t chunks, bool accumulate) {
+  int64_t chunk = 0;
+  for (; chunk + kConvChunks <= chunks; chunk += kConvChunks)
+    convolveChunks<Maps, kConvChunks>(rows, window, packed, bias, out, chunk * kLaneChunk, accumulate);
+  for (; chunk < chunks; ++chunk)
+    convolveChunks<Maps, 1>(rows, window, packed, bias, out, chunk * kLaneChunk, accumulate);
+}
+
+using ConvolveTile = void (*)(const float *const *, int64_t, const float *, const float *, float *const *,
+                              int64_t, bool);
 template <int... Maps> constexpr ConvolveTile kConvolveTiles[] = {nullptr, &convolveTile<Maps>...};
 constexpr const ConvolveTile *convolveTiles = kConvolveTiles<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>;
 
-/// Input gradients from one (group, position), chunk by chunk (columns
-/// [b0, b1)): for every real cell k, dx[cell k] += Σ_j W_j[k] · dy_j over
-/// maps [m0, m0 + Maps).
-template <int Maps>
-void convolveBackTile(float *const *rows, int64_t window, const float *const *kernel, const float *const *dy,
-                      int64_t b0, int64_t b1) {
-  const float *weights[Maps]; // in locals, as in convolveTile
+/// Input gradients from one (group, position), `Chunks` chunks from column
+/// b0: for every real cell k, dx[cell k] += Σ_j W_j[k] · dy_j over maps
+/// [m0, m0 + Maps), W_j[k] at packed[k * Maps + j] (ConvTables::packWeights).
+template <int Maps, int Chunks>
+inline void convolveBackChunks(float *const *rows, int64_t window, const float *packed,
+                               const float *const *dy, int64_t b0) {
+  LaneVector g[Chunks][Maps];
 #pragma GCC unroll 16
-  for (int j = 0; j < Maps; ++j)
-    weights[j] = kernel[j];
-  for (; b0 < b1; b0 += kLaneChunk) {
-    LaneVector g[Maps];
+  for (int c = 0; c < Chunks; ++c)
 #pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
-      g[j] = loadLanes(dy[j] + b0);
-    for (int64_t k = 0; k < window; ++k) {
-      if (!rows[k])
-        continue;
-      LaneVector sum = weights[0][k] * g[0];
+      g[c][j] = loadLanes(dy[j] + b0 + c * kLaneChunk);
+  for (int64_t k = 0; k < window; ++k) {
+    if (!rows[k])
+      continue;
+    LaneVector sum[Chunks];
 #pragma GCC unroll 16
-      for (int j = 1; j < Maps; ++j)
-        sum += weights[j][k] * g[j];
-      storeLanes(rows[k] + b0, loadLanes(rows[k] + b0) + sum);
+    for (int c = 0; c < Chunks; ++c)
+      sum[c] = packed[k * Maps] * g[c][0];
+#pragma GCC unroll 16
+    for (int j = 1; j < Maps; ++j) {
+      const float w = packed[k * Maps + j];
+#pragma GCC unroll 16
+      for (int c = 0; c < Chunks; ++c)
+        sum[c] += w * g[c][j];
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < Chunks; ++c) {
+      float *at = rows[k] + b0 + c * kLaneChunk;
+      storeLanes(at, loadLanes(at) + sum[c]);
     }
   }
 }
 
-using ConvolveBackTile = void (*)(float *const *, int64_t, const float *const *, const float *const *,
-                                  int64_t, int64_t);
+/// convolveBackChunks over columns [b0, b1), kConvChunks chunks at a time.
+template <int Maps>
+void convolveBackTile(float *const *rows, int64_t window, const float *packed, const float *const *dy,
+                      int64_t b0, int64_t b1) {
+  for (; b0 + kConvChunks * kLaneChunk <= b1; b0 += kConvChunks * kLaneChunk)
+    convolveBackChunks<Maps, kConvChunks>(rows, window, packed, dy, b0);
+  for (; b0 < b1; b0 += kLaneChunk)
+    convolveBackChunks<Maps, 1>(rows, window, packed, dy, b0);
+}
+
+using ConvolveBackTile = void (*)(float *const *, int64_t, const float *, const float *const *, int64_t,
+                                  int64_t);
 template <int... Maps>
 constexpr ConvolveBackTile kConvolveBackTiles[] = {nullptr, &convolveBackTile<Maps>...};
 constexpr const ConvolveBackTile *convolveBackTiles =
@@ -142,22 +187,42 @@ struct ConvTables {
       rows[k] = node >= 0 ? values + node * lanes : nullptr;
     }
   }
-  /// Calls run(size, kernel, rows, first) for each balanced tile of maps
-  /// [first, first + size) at (u, p): kernel[j] is the weight row of the
-  /// tile's map j in `weights`, rows[j] its output row in `values` (the
-  /// outputs, or their gradients).
+  /// The weights re-laid for the map tiles: for each group u and tile of
+  /// maps [first, first + size), at packed + (u · maps + first) · window, the
+  /// tile's weights cell by cell (packed[k · size + j] = W(first + j, u)[k]),
+  /// so a tile reads each cell's weights from one place. As many floats as
+  /// the weights (workspaceBytes).
+  void packWeights(const float *weights, float *packed) const {
+    for (int64_t u = 0; u < a.groups; ++u)
+      for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
+        const Tile tile = tileOf(i, a.maps, kMapTile);
+        float *to = packed + (u * a.maps + tile.first) * a.window;
+        for (int64_t j = 0; j < tile.size; ++j) {
+          const float *row = weights + kernelRow(tile.first + j, u);
+          for (int64_t k = 0; k < a.window; ++k)
+            to[k * tile.size + j] = row[k];
+        }
+      }
+  }
+  /// Calls run(size, packedTile, rows, first) for each balanced tile of maps
+  /// [first, first + size) at (u, p): packedTile is the tile's weights in
+  /// `packed` (packWeights), rows[j] the output row of its map j in `values`
+  /// (the outputs, or their gradients).
   template <class T, class Run>
-  void forEachMapTile(const float *weights, int64_t u, int64_t p, T *values, Run run) const {
-    const float *kernel[kMapTile];
+  void forEachMapTile(const float *packed, int64_t u, int64_t p, T *values, Run run) const {
     T *rows[kMapTile];
     for (int64_t i = 0; i < tileCount(a.maps, kMapTile); ++i) {
       const Tile tile = tileOf(i, a.maps, kMapTile);
-      for (int64_t j = 0; j < tile.size; ++j) {
-        kernel[j] = weights + kernelRow(tile.first + j, u);
+      for (int64_t j = 0; j < tile.size; ++j)
         rows[j] = values + output(tile.first + j, u, p) * lanes;
-      }
-      run(tile.size, kernel, rows, tile.first);
+      run(tile.size, packed + (u * a.maps + tile.first) * a.window, rows, tile.first);
     }
+  }
+  /// Where packWeights puts the weights in a kernel's workspace: after the
+  /// cell rows of `threads` threads (workspaceBytes).
+  float *packedWeights(void *workspace, int threads) const {
+    return reinterpret_cast<float *>(static_cast<char *>(workspace) +
+                                     size_t(threads) * size_t(a.window) * sizeof(void *));
   }
 };
 
@@ -347,6 +412,8 @@ void Convolution(const KernelCall &c) {
   const float *x = c.in(0), *w = c.in(1), *biases = c.in(4);
   float *y = c.out();
   const int64_t chunks = chunksOf(c);
+  float *packed = t.packedWeights(c.workspace, c.threads);
+  t.packWeights(w, packed);
 #pragma omp parallel num_threads(c.threads)
   {
     // This thread's cell rows, in the workspace (workspaceBytes).
@@ -355,8 +422,8 @@ void Convolution(const KernelCall &c) {
     for (int64_t u = 0; u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
         t.cellRows(u, p, x, rows);
-        t.forEachMapTile(w, u, p, y,
-                         [&](int64_t maps, const float *const *kernel, float *const *out, int64_t first) {
+        t.forEachMapTile(packed, u, p, y,
+                         [&](int64_t maps, const float *kernel, float *const *out, int64_t first) {
                            float bias[kMapTile];
                            for (int64_t j = 0; j < maps; ++j)
                              bias[j] = biases[t.kernelOf(first + j, u)];
@@ -415,6 +482,8 @@ void ConvolutionGradInput(const KernelCall &c) {
   const float *dy = c.in(0), *w = c.in(1);
   float *dx = c.out();
   const int64_t chunks = chunksOf(c);
+  float *packed = t.packedWeights(c.workspace, c.threads);
+  t.packWeights(w, packed);
 #pragma omp parallel num_threads(c.threads)
   {
     // Each thread owns a range of whole chunks of columns.
@@ -430,8 +499,8 @@ void ConvolutionGradInput(const KernelCall &c) {
     for (int64_t u = 0; b0 < b1 && u < a.groups; ++u)
       for (int64_t p = 0; p < a.positions; ++p) {
         t.cellRows(u, p, dx, rows);
-        t.forEachMapTile(w, u, p, dy,
-                         [&](int64_t maps, const float *const *kernel, const float *const *g, int64_t) {
+        t.forEachMapTile(packed, u, p, dy,
+                         [&](int64_t maps, const float *kernel, const float *const *g, int64_t) {
                            convolveBackTiles[maps](rows, a.window, kernel, g, b0, b1);
                          });
       }
