@@ -155,6 +155,8 @@ size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads) {
                 : size_t(op.get<plan::ConvAttrs>().inputs) * sizeof(double);
   case plan::OpKind::ConvolutionGradWeights: // reference: a double per window cell
     return fast ? 0 : size_t(op.get<plan::ConvAttrs>().window) * sizeof(double);
+  case plan::OpKind::MaxPoolGrad: // fast: a byte per input (windowsAreDisjoint)
+    return fast ? size_t(op.get<plan::WindowAttrs>().inputs) : 0;
   case plan::OpKind::SparseGradInput: // reference: a double per input
     return fast ? 0 : size_t(op.get<plan::SparseAttrs>().inputs) * sizeof(double);
   default: return 0;

@@ -183,36 +183,6 @@ template <ALayout Layout> void runBroadcastProduct(const BroadcastProduct &p, in
   }
 }
 
-/// Transposes rows [0, rows) (rows <= 16) of a 16-column block, row r at
-/// x + r · ldx, into 16 rows at t + j · ldt: t(j)[r] = x(r)[j], and t's
-/// columns from `rows` on are 0. Four perfect shuffles of the 16 vectors
-/// (output 2k interleaves the first halves of v[k] and v[k + 8], output
-/// 2k + 1 their second halves) transpose them.
-void transposeBlock(const float *x, int64_t ldx, int rows, float *t, int64_t ldt) {
-  LaneVector v[16];
-#pragma GCC unroll 16
-  for (int r = 0; r < 16; ++r)
-    v[r] = r < rows ? loadLanes(x + r * ldx) : LaneVector{};
-#pragma GCC unroll 16
-  for (int stage = 0; stage < 4; ++stage) {
-    LaneVector next[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 8; ++k) {
-      next[2 * k] =
-          __builtin_shufflevector(v[k], v[k + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-      next[2 * k + 1] = __builtin_shufflevector(v[k], v[k + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29,
-                                                14, 30, 15, 31);
-    }
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k)
-      v[k] = next[k];
-  }
-#pragma GCC unroll 16
-  for (int j = 0; j < 16; ++j)
-    storeLanes(t + j * ldt, v[j]);
-}
-static_assert(kLaneChunk == 16, "transposeBlock is written for 16 lanes");
-
 } // namespace
 
 // Dense: Y [outputs × lanes] (+)= W · X, block by block.

@@ -294,18 +294,24 @@ constexpr const WeightGradTileFn *weightGradTiles[] = {nullptr,
 
 } // namespace
 
-// Layout conversions, a chunk of samples at a time: the compiler turns each
-// strided chunk into a vector gather (or scatter) where the set has one.
+// Layout conversions, a chunk of samples at a time: whole 16 x 16 blocks
+// through register transposes (transposeBlock), the features past the last
+// whole block as strided chunks, which the compiler turns into a vector
+// gather (or scatter) where the set has one.
 void toFeatureMajor(const float *samples, int64_t count, int64_t n, float *rows, int64_t lanes,
                     int64_t first) {
   int64_t s0 = 0;
-  for (; s0 + kLaneChunk <= count; s0 += kLaneChunk)
-    for (int64_t i = 0; i < n; ++i) {
+  for (; s0 + kLaneChunk <= count; s0 += kLaneChunk) {
+    int64_t i0 = 0;
+    for (; i0 + kLaneChunk <= n; i0 += kLaneChunk)
+      transposeBlock(samples + s0 * n + i0, n, kLaneChunk, rows + i0 * lanes + first + s0, lanes);
+    for (int64_t i = i0; i < n; ++i) {
       LaneVector v;
       for (int64_t j = 0; j < kLaneChunk; ++j)
         v[j] = samples[(s0 + j) * n + i];
       storeLanes(rows + i * lanes + first + s0, v);
     }
+  }
   for (; s0 < count; ++s0)
     for (int64_t i = 0; i < n; ++i)
       rows[i * lanes + first + s0] = samples[s0 * n + i];
@@ -314,12 +320,16 @@ void toFeatureMajor(const float *samples, int64_t count, int64_t n, float *rows,
 void fromFeatureMajor(const float *rows, int64_t lanes, int64_t first, int64_t count, int64_t n,
                       float *samples) {
   int64_t s0 = 0;
-  for (; s0 + kLaneChunk <= count; s0 += kLaneChunk)
-    for (int64_t i = 0; i < n; ++i) {
+  for (; s0 + kLaneChunk <= count; s0 += kLaneChunk) {
+    int64_t i0 = 0;
+    for (; i0 + kLaneChunk <= n; i0 += kLaneChunk)
+      transposeBlock(rows + i0 * lanes + first + s0, lanes, kLaneChunk, samples + s0 * n + i0, n);
+    for (int64_t i = i0; i < n; ++i) {
       const LaneVector v = loadLanes(rows + i * lanes + first + s0);
       for (int64_t j = 0; j < kLaneChunk; ++j)
         samples[(s0 + j) * n + i] = v[j];
     }
+  }
   for (; s0 < count; ++s0)
     for (int64_t i = 0; i < n; ++i)
       samples[s0 * n + i] = rows[i * lanes + first + s0];

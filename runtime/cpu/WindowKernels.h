@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace netc::runtime::cpu {
@@ -53,6 +54,17 @@ inline void clearUnlessAccumulating(const KernelCall &c, float *dx, int64_t n) {
 }
 
 #ifdef NETC_FAST_NAMESPACE
+/// Whether no real cell is in two of the windows (a stride at least the
+/// kernel: the usual pooling), from the window table; `seen` has a byte
+/// per input (the kernel's workspace, workspaceBytes).
+inline bool windowsAreDisjoint(const plan::WindowAttrs &a, const int32_t *window, uint8_t *seen) {
+  std::memset(seen, 0, static_cast<size_t>(a.inputs));
+  for (int64_t e = 0; e < a.outputs * a.window; ++e)
+    if (const int32_t node = window[e]; node >= 0 && seen[node]++)
+      return false;
+  return true;
+}
+
 /// The fast tables' max pool on the feature-major layout, a chunk of batch
 /// columns at a time: per lane, the first maximal real cell (the same rule
 /// as firstMaxCell, with a strict comparison in window order). With `dy`,
@@ -60,6 +72,12 @@ inline void clearUnlessAccumulating(const KernelCall &c, float *dx, int64_t n) {
 inline void maxPoolLanes(const KernelCall &c, const plan::WindowAttrs &a, const float *x,
                          const int32_t *window, float *y, const float *dy, float *dx) {
   const int64_t chunks = (c.batch + kLaneChunk - 1) / kLaneChunk;
+  // The gradient of disjoint windows needs no clearing pass: each input
+  // covered once is written once, the chosen lanes' gradient and +0
+  // elsewhere, plus 0 (as the sum into a cleared row gives: a -0 becomes
+  // +0), and the inputs no window covers are cleared.
+  uint8_t *covered = static_cast<uint8_t *>(c.workspace);
+  const bool once = dy && !c.op.accumulate && windowsAreDisjoint(a, window, covered);
   auto pool = [&](int64_t o, int64_t b0) {
     const int32_t *w = window + o * a.window;
     LaneVector best{};
@@ -86,7 +104,8 @@ inline void maxPoolLanes(const KernelCall &c, const plan::WindowAttrs &a, const 
     for (int64_t k = 0; any && k < a.window; ++k)
       if (w[k] >= 0) {
         float *d = dx + w[k] * c.lanes + b0;
-        storeLanes(d, loadLanes(d) + masked(g, arg == static_cast<int32_t>(k)));
+        const LaneVector share = masked(g, arg == static_cast<int32_t>(k));
+        storeLanes(d, once ? share + 0.0f : loadLanes(d) + share);
       }
   };
   if (!dy) {
@@ -105,8 +124,9 @@ inline void maxPoolLanes(const KernelCall &c, const plan::WindowAttrs &a, const 
     const int64_t first = std::min(chunks, thread * per), last = std::min(chunks, first + per);
     if (!c.op.accumulate && first < last)
       for (int64_t i = 0; i < a.inputs; ++i)
-        std::memset(dx + i * c.lanes + first * kLaneChunk, 0,
-                    static_cast<size_t>((last - first) * kLaneChunk) * sizeof(float));
+        if (!once || !covered[i])
+          std::memset(dx + i * c.lanes + first * kLaneChunk, 0,
+                      static_cast<size_t>((last - first) * kLaneChunk) * sizeof(float));
     for (int64_t o = 0; o < a.outputs; ++o)
       for (int64_t chunk = first; chunk < last; ++chunk)
         pool(o, chunk * kLaneChunk);

@@ -158,6 +158,64 @@ TEST(Parity, SplitPartOpsMatchTheirReference) {
   }
 }
 
+/// The max-pool gradient's two paths in the fast tables: disjoint windows
+/// (stride at least the kernel) write each covered input once and clear the
+/// inputs no window covers (here the fifth row and column of a 5 x 5 input);
+/// overlapping ones clear the rows and add. The gradient buffer is filled
+/// with 7 before the op, on every machine, so an input a path left uncleared
+/// or unwritten would keep it; the fast tables must match the reference.
+TEST(Parity, MaxPoolGradientOfDisjointAndOverlappingWindows) {
+  const NetCase nets[] = {
+      {"disjoint",
+       "input X [25];\nhidden H [5, 5] linear from X all;\n"
+       "hidden P [2, 2] from H max pool { InputShape = [5, 5]; KernelShape = [2, 2]; Stride = [2, 2]; }\n"
+       "output O [3] from P all;\n",
+       {}},
+      {"overlapping",
+       "input X [16];\nhidden H [4, 4] linear from X all;\n"
+       "hidden P [3, 3] from H max pool { InputShape = [4, 4]; KernelShape = [2, 2]; Stride = [1, 1]; }\n"
+       "output O [3] from P all;\n",
+       {}}};
+  for (const NetCase &net : nets) {
+    SCOPED_TRACE(net.name);
+    Compiled compiled = compileAndPlan(net.text, net.options);
+    ASSERT_GT(compiled.plan.ops.size(), 0u);
+    const plan::Plan &plan = compiled.plan;
+    size_t grad = plan.ops.size();
+    for (size_t i = 0; i < plan.ops.size(); ++i)
+      if (plan.ops[i].kind == OpKind::MaxPoolGrad)
+        grad = i;
+    ASSERT_LT(grad, plan.ops.size());
+    const int dx = plan.ops[grad].out[0];
+    for (int64_t batch : {1, 19, 33}) {
+      SCOPED_TRACE(fmt::format("batch {}", batch));
+      const State initial = randomState(plan, batch, 23);
+      Machine reference(plan, batch, {1, true, {}});
+      std::vector<std::pair<std::string, std::unique_ptr<Machine>>> fast;
+      for (const MachineKind &kind : fastKinds())
+        fast.emplace_back(kindName(kind), std::make_unique<Machine>(plan, batch, kind));
+      std::vector<Machine *> all{&reference};
+      for (auto &f : fast)
+        all.push_back(f.second.get());
+      for (Machine *m : all) {
+        m->restore(initial);
+        m->run(0, grad);
+        const State reached = reference.snapshot(); // every machine goes on from the reference's state
+        m->restore(reached);
+        m->write(dx, std::vector<float>(elementsOf(plan.buffers[static_cast<size_t>(dx)], batch), 7.0f));
+        m->run(grad, grad + 1);
+      }
+      const std::vector<float> r = reference.read(dx);
+      size_t sevens = 0;
+      for (float v : r)
+        sevens += v == 7.0f ? 1 : 0;
+      EXPECT_EQ(sevens, 0u) << "the reference left inputs uncleared";
+      for (auto &[name, machine] : fast)
+        EXPECT_TRUE(valuesClose(name, machine->read(dx), r));
+    }
+  }
+}
+
 /// A backend loaded for one thread and run from another thread, whose own
 /// OpenMP default may be more threads: the kernels with per-thread
 /// workspace (convolution, its input gradient) still use the loaded count,
