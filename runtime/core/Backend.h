@@ -86,6 +86,9 @@ struct BackendInfo {
   /// 1 other task running; idle threads spin 1000 then sleep (netc's
   /// default)"; empty where the backend does not say).
   std::string threadNote;
+  /// Ops the backend runs inside the op before them (the CPU's: a
+  /// convolution's activation), of the loaded plan.
+  int64_t fusedOps = 0;
   /// Device backends: the kernels and library calls the last run issued
   /// (a library call counted once), and the device memory the plan holds.
   int64_t launchesLastRun = 0;

@@ -211,6 +211,7 @@ public:
     info.defaultLogEvery = 1; // reading the sums costs nothing here
     info.denseKernels = reference_ ? "" : dense_.label;
     info.kernelWarning = reference_ ? "" : dense_.warning;
+    info.fusedOps = std::count(fusesNext_.begin(), fusesNext_.end(), true);
     info.threadNote = options_.threads > 0
                           ? cpu::hostWaitPolicy()
                           : fmt::format("--threads 0: {} of {} cores{}; {}", threads_, cores_,
@@ -261,6 +262,7 @@ public:
     opThreads_.assign(plan.ops.size(), threads());
     tuning_.assign(plan.ops.size(), OpTuning{});
     tuned_.assign(plan.ops.size(), false);
+    fusesNext_.assign(plan.ops.size(), false);
     tuningLeft_ = 0;
     shareCheck_ = cpu::ShareCheck{};
     stepRange_ = {0, 0};
@@ -274,6 +276,11 @@ public:
           (plan.ops[i].kind == plan::OpKind::Dense || plan.ops[i].kind == plan::OpKind::DenseGradWeights ||
            plan.ops[i].kind == plan::OpKind::DenseGradInput);
       tuning_[i].active = opThreads_[i] > 1 && !reference_ && !blas;
+      // An activation fused into the convolution before it has no calls of its own.
+      if (i > 0 && fusesNext_[i - 1])
+        tuning_[i].active = false;
+      else if (!reference_ && fusableActivation(plan, i))
+        fusesNext_[i] = true;
       tuningLeft_ += tuning_[i].active ? 1 : 0;
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
         commNames_[i] = plan::communicationName(plan, plan.ops[i]);
@@ -402,7 +409,12 @@ public:
         omp_set_num_threads(threadsNow);
         regionThreads = threadsNow;
       }
-      cpu::KernelCall call{op, batch, buffers, lanes_, workspace_.data(), threadsNow};
+      // A convolution applies the activation after it to each row it writes
+      // (the two in one range: a call of the convolution alone, as the
+      // profile makes, leaves the activation to its own op).
+      const bool fused = fusesNext_[i] && i + 1 < last;
+      cpu::KernelCall call{
+          op, batch, buffers, lanes_, workspace_.data(), threadsNow, fused ? &plan_->ops[i + 1] : nullptr};
       const auto started =
           tuning || timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       kernelList_[static_cast<size_t>(op.kind)](call);
@@ -413,6 +425,8 @@ public:
         if (tuning)
           recordTuning(i, *tuning, micros);
       }
+      if (fused)
+        ++i;                 // the activation ran inside the convolution
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
       // A started send goes on too: a transport that moves data only inside
@@ -515,6 +529,32 @@ private:
   /// Keeps call `tuning.calls` of op `index`, which ran on one thread when
   /// even and on all when odd; after the warm-up and kOpTuningSamples of
   /// each, the op keeps the faster count.
+  /// Whether op i is a convolution whose activation (the next op: every
+  /// node of its output, not softmax, which mixes nodes, nor accumulating)
+  /// the fast convolution kernel applies to each row it writes
+  /// (KernelCall::then): the same bits, without reading the sums back. Not
+  /// where the activation's output shares memory with the convolution's
+  /// input: the memory plan may give it the input's place, which only the
+  /// convolution still reads, and a fused write would overwrite it early.
+  static bool fusableActivation(const plan::Plan &plan, size_t i) {
+    if (i + 1 >= plan.ops.size())
+      return false;
+    const plan::Op &op = plan.ops[i], &next = plan.ops[i + 1];
+    if (op.kind != plan::OpKind::Convolution || next.kind != plan::OpKind::Activate || next.accumulate ||
+        next.in.empty() || next.out.empty() || next.in[0] != op.out[0] || next.out[0] == op.out[0])
+      return false;
+    const plan::Buffer &x = plan.buffers[static_cast<size_t>(op.in[0])],
+                       &y = plan.buffers[static_cast<size_t>(next.out[0])];
+    if (x.viewOf >= 0 || y.viewOf >= 0 || !x.batchScaled() || !y.batchScaled() ||
+        (x.isInput() == y.isInput() && x.arenaOffset < y.arenaOffset + y.perSample &&
+         y.arenaOffset < x.arenaOffset + x.perSample))
+      return false;
+    const auto &conv = op.get<plan::ConvAttrs>();
+    const auto &activation = next.get<plan::ActivationAttrs>();
+    return activation.function != ir::Activation::Softmax &&
+           activation.nodes == conv.maps * conv.groups * conv.positions;
+  }
+
   /// Whether an op measured faster on all threads (and so shares them unless ShareCheck says alone).
   bool anyShared() const {
     for (size_t i = 0; i < tuned_.size(); ++i)
@@ -663,6 +703,7 @@ private:
   std::vector<int> opThreads_;                // per op: the threads it runs on (opThreadCount, then measured)
   std::vector<OpTuning> tuning_;              // per op: its thread count's measurement
   std::vector<bool> tuned_;                   // per op: its thread count was measured
+  std::vector<bool> fusesNext_;               // per op: a convolution that runs the activation after it
   int tuningLeft_ = 0;                        // ops still measuring
   cpu::ShareCheck shareCheck_;                // whether the measured ops share the threads now
   std::pair<size_t, size_t> stepRange_{0, 0}; // the calls ShareCheck times

@@ -105,6 +105,23 @@ template <class T> void activate(const KernelCall &c) {
   }
 }
 
+/// Rows [row, row + rows) of a (non-softmax) activation op in the
+/// feature-major layout, in the runs activate's forEachRun gives them: the
+/// whole rows where the batch fills the lanes, else the batch's columns of
+/// each row. A convolution that fuses the activation calls it for the rows
+/// it has just written.
+template <class T> void activateRowRange(const KernelCall &c, int64_t row, int64_t rows) {
+  const auto &a = c.op.get<plan::ActivationAttrs>();
+  const float *x = c.in(0);
+  float *y = c.out();
+  if (c.batch == c.lanes) {
+    applyRow<T>(a.function, x + row * c.lanes, y + row * c.lanes, rows * c.lanes);
+    return;
+  }
+  for (int64_t i = row; i < row + rows; ++i)
+    applyRow<T>(a.function, x + i * c.lanes, y + i * c.lanes, c.batch);
+}
+
 template <class T> void activateGrad(const KernelCall &c) {
   const auto &a = c.op.get<plan::ActivationAttrs>();
   const float *dy = c.in(0), *y = c.in(1), *x = c.in(2);

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace netc::runtime::cpu::NETC_FAST_NAMESPACE {
 
@@ -424,6 +425,12 @@ void Convolution(const KernelCall &c) {
   const int64_t chunks = chunksOf(c);
   float *packed = t.packedWeights(c.workspace, c.threads);
   t.packWeights(w, packed);
+  // A fused activation (KernelCall::then) runs on each output row once its
+  // last map tile has written it: the rows of (u, p) are complete after
+  // forEachMapTile, and no other (group, position) writes them.
+  const std::optional<KernelCall> activation =
+      c.then ? std::optional<KernelCall>(KernelCall{*c.then, c.batch, c.buffers, c.lanes, nullptr, 1})
+             : std::nullopt;
 #pragma omp parallel num_threads(c.threads)
   {
     // This thread's cell rows, in the workspace (workspaceBytes).
@@ -439,6 +446,9 @@ void Convolution(const KernelCall &c) {
                              bias[j] = biases[t.kernelOf(first + j, u)];
                            convolveTiles[maps](rows, a.window, kernel, bias, out, chunks, c.op.accumulate);
                          });
+        if (activation)
+          for (int64_t m = 0; m < a.maps; ++m)
+            activateRows(*activation, t.output(m, u, p), 1);
       }
   }
 }

@@ -32,6 +32,11 @@ struct KernelCall {
   /// Threads of every parallel region: the workspace holds per-thread scratch
   /// for exactly this many (OpenMP's own count is per calling thread).
   int threads = 1;
+  /// The output function fused into a convolution (CpuBackend): the plan's
+  /// next op, an activation of this op's output, which the convolution
+  /// applies to each output row as it writes it (activateRows), still in
+  /// cache; null: none.
+  const plan::Op *then = nullptr;
 
   /// Where sample b's feature i lies in a batch-scaled buffer of n features per sample.
   [[gnu::always_inline]] int64_t at(int64_t b, int64_t i, int64_t n) const {
@@ -98,7 +103,8 @@ static_assert(kKernelOpCount == static_cast<int>(plan::OpKind::AllReduce),
   void fromFeatureMajor(const float *rows, int64_t lanes, int64_t first, int64_t count, int64_t n,           \
                         float *samples);                                                                     \
   float fmaProbe(int64_t steps, float scale);                                                                \
-  int fmaProbeChains();
+  int fmaProbeChains();                                                                                      \
+  void activateRows(const KernelCall &activation, int64_t row, int64_t rows);
 namespace fast_baseline {
 #include "codegen/Ops.def"
 NETC_LAYOUT_FUNCTIONS

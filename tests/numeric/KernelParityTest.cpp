@@ -158,6 +158,56 @@ TEST(Parity, SplitPartOpsMatchTheirReference) {
   }
 }
 
+/// A convolution followed by its layer's activation runs both in one kernel
+/// when a call covers the two (CpuBackend fuses them: the activation of each
+/// row as the convolution writes it). The forward and backward pass in one
+/// call must leave every buffer bit-identical to the same ops run one call
+/// each (unfused), on every fast table, for batches that fill the lanes and
+/// that do not, and for the output functions the convolutions here use
+/// (sigmoid in the seed network, ReLU in LeNet-5, tanh below).
+TEST(Fusion, ConvolutionWithItsActivationMatchesTheOpsOneByOne) {
+  std::vector<NetCase> nets = {{"seed", readFile(sourcePath("examples/mnist.net")), {}},
+                               {"lenet5", readFile(sourcePath("examples/lenet5.net")), {}},
+                               {"tanh",
+                                "input X [8, 8];\n"
+                                "hidden C [4, 4, 4] tanh from X convolve { InputShape = [8, 8]; "
+                                "KernelShape = [3, 3]; Stride = [2, 2]; Padding = true; MapCount = 4; }\n"
+                                "output O [3] from C all;\n",
+                                {}}};
+  for (const NetCase &net : nets) {
+    SCOPED_TRACE(net.name);
+    Compiled compiled = compileAndPlan(net.text, net.options);
+    ASSERT_GT(compiled.plan.ops.size(), 0u);
+    const plan::Plan &plan = compiled.plan;
+    bool convolutionThenActivation = false;
+    for (size_t i = 0; i + 1 < plan.ops.size(); ++i)
+      convolutionThenActivation |=
+          plan.ops[i].kind == OpKind::Convolution && plan.ops[i + 1].kind == OpKind::Activate;
+    ASSERT_TRUE(convolutionThenActivation) << "nothing to fuse";
+    for (int64_t batch : {19, 32}) {
+      SCOPED_TRACE(fmt::format("batch {}", batch));
+      const State initial = randomState(plan, batch, 31);
+      for (const MachineKind &kind : fastKinds()) {
+        SCOPED_TRACE(kindName(kind));
+        Machine whole(plan, batch, kind), oneByOne(plan, batch, kind);
+        EXPECT_GT(whole.backend().describe().fusedOps, 0) << "no activation was fused";
+        whole.restore(initial);
+        oneByOne.restore(initial);
+        whole.run(0, plan.backwardEnd);
+        for (size_t i = 0; i < plan.backwardEnd; ++i)
+          oneByOne.run(i, i + 1);
+        // Every buffer but the loss sums, which Machine::run clears at each call.
+        for (size_t b = 0; b < plan.buffers.size(); ++b) {
+          if (isFloatData(plan.buffers[b]) && static_cast<int>(b) != plan.metrics) {
+            EXPECT_TRUE(bitIdentical(plan.buffers[b].name, whole.read(static_cast<int>(b)),
+                                     oneByOne.read(static_cast<int>(b))));
+          }
+        }
+      }
+    }
+  }
+}
+
 /// The max-pool gradient's two paths in the fast tables: disjoint windows
 /// (stride at least the kernel) write each covered input once and clear the
 /// inputs no window covers (here the fifth row and column of a 5 x 5 input);
@@ -382,7 +432,9 @@ TEST(ParityThreads, ElementwiseRowsSplitOverThreadsMatchOneThread) {
   const plan::Plan &plan = compiled.plan;
   const int64_t batch = 512; // a multiple of the lane chunk: the whole-buffer run
   const State initial = randomState(plan, batch, 17);
-  Machine one(plan, batch, {1, false, {}}), two(plan, batch, {2, false, {}});
+  // netc's own dense kernels on any instruction set: OpenBLAS's (the
+  // baseline set's default) may add in another order on 2 threads.
+  Machine one(plan, batch, {1, false, {}, "netc"}), two(plan, batch, {2, false, {}, "netc"});
   for (int call = 0; call < 6; ++call) { // the tuning's calls alternate 1 and 2 threads
     SCOPED_TRACE(fmt::format("call {}", call));
     for (Machine *machine : {&one, &two}) {
