@@ -276,10 +276,10 @@ public:
           (plan.ops[i].kind == plan::OpKind::Dense || plan.ops[i].kind == plan::OpKind::DenseGradWeights ||
            plan.ops[i].kind == plan::OpKind::DenseGradInput);
       tuning_[i].active = opThreads_[i] > 1 && !reference_ && !blas;
-      // An activation fused into the convolution before it has no calls of its own.
+      // An op fused into the op before it has no calls of its own.
       if (i > 0 && fusesNext_[i - 1])
         tuning_[i].active = false;
-      else if (!reference_ && fusableActivation(plan, i))
+      else if (!reference_ && (fusableActivation(plan, i) || fusableBiasGradient(plan, i)))
         fusesNext_[i] = true;
       tuningLeft_ += tuning_[i].active ? 1 : 0;
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
@@ -409,9 +409,10 @@ public:
         omp_set_num_threads(threadsNow);
         regionThreads = threadsNow;
       }
-      // A convolution applies the activation after it to each row it writes
-      // (the two in one range: a call of the convolution alone, as the
-      // profile makes, leaves the activation to its own op).
+      // A convolution applies the activation after it to each row it writes,
+      // a convolution's weight gradient sums the kernel-bias gradient after
+      // it (the two in one range: a call of the first alone, as the profile
+      // makes, leaves the second to its own op).
       const bool fused = fusesNext_[i] && i + 1 < last;
       cpu::KernelCall call{
           op, batch, buffers, lanes_, workspace_.data(), threadsNow, fused ? &plan_->ops[i + 1] : nullptr};
@@ -553,6 +554,23 @@ private:
     const auto &activation = next.get<plan::ActivationAttrs>();
     return activation.function != ir::Activation::Softmax &&
            activation.nodes == conv.maps * conv.groups * conv.positions;
+  }
+
+  /// Whether op i is a convolution's weight gradient followed by its
+  /// kernel-bias gradient (the same output gradient and scatter table, not
+  /// accumulating into the weight gradient's rows), which the weight
+  /// gradient's kernel sums from the rows it reads (KernelCall::then), in
+  /// the bias kernel's order: the same bits.
+  static bool fusableBiasGradient(const plan::Plan &plan, size_t i) {
+    if (i + 1 >= plan.ops.size())
+      return false;
+    const plan::Op &op = plan.ops[i], &next = plan.ops[i + 1];
+    if (op.kind != plan::OpKind::ConvolutionGradWeights || next.kind != plan::OpKind::ConvolutionGradBias ||
+        op.in.size() < 4 || next.in.size() < 2 || next.in[0] != op.in[0] || next.in[1] != op.in[3] ||
+        next.out.empty() || next.out[0] == op.out[0])
+      return false;
+    const auto &w = op.get<plan::ConvAttrs>(), &b = next.get<plan::ConvAttrs>();
+    return w.maps == b.maps && w.groups == b.groups && w.positions == b.positions;
   }
 
   /// Whether an op measured faster on all threads (and so shares them unless ShareCheck says alone).
@@ -700,12 +718,12 @@ private:
   const cpu::KernelTable *kernels_ = nullptr;
   std::array<cpu::Kernel, cpu::kKernelOpCount> kernelList_{}; // kernels_'s, the dense ones as dense_ chose
   cpu::DenseKernelChoice dense_;
-  std::vector<int> opThreads_;                // per op: the threads it runs on (opThreadCount, then measured)
-  std::vector<OpTuning> tuning_;              // per op: its thread count's measurement
-  std::vector<bool> tuned_;                   // per op: its thread count was measured
-  std::vector<bool> fusesNext_;               // per op: a convolution that runs the activation after it
-  int tuningLeft_ = 0;                        // ops still measuring
-  cpu::ShareCheck shareCheck_;                // whether the measured ops share the threads now
+  std::vector<int> opThreads_;   // per op: the threads it runs on (opThreadCount, then measured)
+  std::vector<OpTuning> tuning_; // per op: its thread count's measurement
+  std::vector<bool> tuned_;      // per op: its thread count was measured
+  std::vector<bool> fusesNext_;  // per op: it runs the op after it (fusableActivation, ...BiasGradient)
+  int tuningLeft_ = 0;           // ops still measuring
+  cpu::ShareCheck shareCheck_;   // whether the measured ops share the threads now
   std::pair<size_t, size_t> stepRange_{0, 0}; // the calls ShareCheck times
   int64_t lanes_ = 0;               // feature-major row length (fast kernels); 0: sample-major (reference)
   int64_t columns_ = 0;             // values per feature row: lanes_, or the batch (reference)

@@ -228,19 +228,27 @@ struct ConvTables {
 };
 
 /// One weight-gradient tile: maps [m0, m0 + Maps) × cells [k0, k0 + Cells)
-/// of group u, summed over the positions and the batch's columns.
+/// of group u, summed over the positions and the batch's columns. With
+/// `Bias` (a fused kernel-bias gradient, KernelCall::then), the tile also
+/// sums its maps' output gradients, in the order ConvolutionGradBias does
+/// (positions, then chunks, from +0), into dbias.
 struct WeightGradTile {
   struct Rows {
     const float *dy, *x;
     int64_t lanes, batch;
   };
-  template <int Maps, int Cells, bool Masked>
+  template <int Maps, int Cells, bool Masked, bool Bias>
   static void accumulate(const float *const *g, const float *const *v, int64_t b0, LaneMask mask,
-                         LaneVector (&acc)[Maps][Cells]) {
+                         LaneVector (&acc)[Maps][Cells], LaneVector (&bias)[Maps]) {
     LaneVector gv[Maps], xv[Cells];
 #pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j)
       gv[j] = Masked ? masked(loadLanes(g[j] + b0), mask) : loadLanes(g[j] + b0);
+    if constexpr (Bias) {
+#pragma GCC unroll 16
+      for (int j = 0; j < Maps; ++j)
+        bias[j] += gv[j];
+    }
 #pragma GCC unroll 16
     for (int k = 0; k < Cells; ++k)
       xv[k] = !v[k] ? LaneVector{} : Masked ? masked(loadLanes(v[k] + b0), mask) : loadLanes(v[k] + b0);
@@ -250,10 +258,11 @@ struct WeightGradTile {
       for (int k = 0; k < Cells; ++k)
         acc[j][k] += gv[j] * xv[k];
   }
-  template <int Maps, int Cells>
+  template <int Maps, int Cells, bool Bias>
   static void run(const ConvTables &t, const Rows &r, int64_t u, int64_t m0, int64_t k0, float *dw,
-                  bool accumulateInto) {
+                  bool accumulateInto, float *dbias, bool biasInto) {
     LaneVector acc[Maps][Cells] = {};
+    LaneVector bias[Maps] = {};
     const int64_t full = r.batch / kLaneChunk, rest = r.batch % kLaneChunk;
     const LaneMask tail = firstLanes(rest);
     for (int64_t p = 0; p < t.a.positions; ++p) {
@@ -267,9 +276,9 @@ struct WeightGradTile {
         v[k] = node >= 0 ? r.x + node * r.lanes : nullptr;
       }
       for (int64_t chunk = 0; chunk < full; ++chunk)
-        accumulate<Maps, Cells, false>(g, v, chunk * kLaneChunk, tail, acc);
+        accumulate<Maps, Cells, false, Bias>(g, v, chunk * kLaneChunk, tail, acc, bias);
       if (rest)
-        accumulate<Maps, Cells, true>(g, v, full * kLaneChunk, tail, acc);
+        accumulate<Maps, Cells, true, Bias>(g, v, full * kLaneChunk, tail, acc, bias);
     }
 #pragma GCC unroll 16
     for (int j = 0; j < Maps; ++j) {
@@ -278,20 +287,27 @@ struct WeightGradTile {
       for (int k = 0; k < Cells; ++k)
         row[k] = accumulateInto ? row[k] + sumLanes(acc[j][k]) : sumLanes(acc[j][k]);
     }
+    if constexpr (Bias) {
+      for (int j = 0; j < Maps; ++j) {
+        float &b = dbias[t.kernelOf(m0 + j, u)];
+        b = biasInto ? b + sumLanes(bias[j]) : sumLanes(bias[j]);
+      }
+    }
   }
 };
 
 using WeightGradTileFn = void (*)(const ConvTables &, const WeightGradTile::Rows &, int64_t, int64_t, int64_t,
-                                  float *, bool);
-template <int Maps, int... Cells>
-constexpr WeightGradTileFn kWeightGradRow[] = {nullptr, &WeightGradTile::run<Maps, Cells>...};
-// weightGradTiles[maps][cells], 1 <= maps <= kGradMapTile, 1 <= cells <= kCellTile.
+                                  float *, bool, float *, bool);
+template <bool Bias, int Maps, int... Cells>
+constexpr WeightGradTileFn kWeightGradRow[] = {nullptr, &WeightGradTile::run<Maps, Cells, Bias>...};
+// weightGradTiles<Bias>[maps][cells], 1 <= maps <= kGradMapTile, 1 <= cells <= kCellTile.
+template <bool Bias>
 constexpr const WeightGradTileFn *weightGradTiles[] = {nullptr,
-                                                       kWeightGradRow<1, 1, 2, 3, 4>,
-                                                       kWeightGradRow<2, 1, 2, 3, 4>,
-                                                       kWeightGradRow<3, 1, 2, 3, 4>,
-                                                       kWeightGradRow<4, 1, 2, 3, 4>,
-                                                       kWeightGradRow<5, 1, 2, 3, 4>};
+                                                       kWeightGradRow<Bias, 1, 1, 2, 3, 4>,
+                                                       kWeightGradRow<Bias, 2, 1, 2, 3, 4>,
+                                                       kWeightGradRow<Bias, 3, 1, 2, 3, 4>,
+                                                       kWeightGradRow<Bias, 4, 1, 2, 3, 4>,
+                                                       kWeightGradRow<Bias, 5, 1, 2, 3, 4>};
 
 } // namespace
 
@@ -455,12 +471,15 @@ void Convolution(const KernelCall &c) {
 
 // dW(m, u)[k] = Σ_p Σ_b dy(m, u, p) · x[cell(u, p, k)]: tiles of maps ×
 // window cells accumulate in registers (weightGradTile), threads take whole
-// tiles.
+// tiles. A fused kernel-bias gradient (KernelCall::then) is summed by the
+// first cell tile of each map tile, from the rows it reads anyway.
 void ConvolutionGradWeights(const KernelCall &c) {
   const ConvTables t{c.op.get<plan::ConvAttrs>(), c.inTable(2), c.inTable(3), c.lanes};
   const plan::ConvAttrs &a = t.a;
   const float *dy = c.in(0), *x = c.in(1);
   float *dw = c.out();
+  float *dbias = c.then ? c.f(c.then->out[0]) : nullptr;
+  const bool biasInto = c.then && c.then->accumulate;
   const int64_t mapTiles = tileCount(a.maps, kGradMapTile), cellTiles = tileCount(a.window, kCellTile);
   const WeightGradTile::Rows rows{dy, x, c.lanes, c.batch};
 #pragma omp parallel for schedule(static) collapse(3)
@@ -468,7 +487,9 @@ void ConvolutionGradWeights(const KernelCall &c) {
     for (int64_t mt = 0; mt < mapTiles; ++mt)
       for (int64_t ct = 0; ct < cellTiles; ++ct) {
         const Tile maps = tileOf(mt, a.maps, kGradMapTile), cells = tileOf(ct, a.window, kCellTile);
-        weightGradTiles[maps.size][cells.size](t, rows, u, maps.first, cells.first, dw, c.op.accumulate);
+        const bool bias = dbias && ct == 0;
+        (bias ? weightGradTiles<true> : weightGradTiles<false>)[maps.size][cells.size](
+            t, rows, u, maps.first, cells.first, dw, c.op.accumulate, dbias, biasInto);
       }
 }
 

@@ -32,10 +32,11 @@ struct KernelCall {
   /// Threads of every parallel region: the workspace holds per-thread scratch
   /// for exactly this many (OpenMP's own count is per calling thread).
   int threads = 1;
-  /// The output function fused into a convolution (CpuBackend): the plan's
-  /// next op, an activation of this op's output, which the convolution
-  /// applies to each output row as it writes it (activateRows), still in
-  /// cache; null: none.
+  /// The plan's next op, fused into this one (CpuBackend): the activation
+  /// of a convolution's output, which the convolution applies to each row
+  /// as it writes it (activateRows), or the kernel-bias gradient of a
+  /// convolution's weight gradient, summed from the output-gradient rows the
+  /// weight gradient reads; null: none.
   const plan::Op *then = nullptr;
 
   /// Where sample b's feature i lies in a batch-scaled buffer of n features per sample.

@@ -158,14 +158,16 @@ TEST(Parity, SplitPartOpsMatchTheirReference) {
   }
 }
 
-/// A convolution followed by its layer's activation runs both in one kernel
-/// when a call covers the two (CpuBackend fuses them: the activation of each
-/// row as the convolution writes it). The forward and backward pass in one
-/// call must leave every buffer bit-identical to the same ops run one call
-/// each (unfused), on every fast table, for batches that fill the lanes and
-/// that do not, and for the output functions the convolutions here use
-/// (sigmoid in the seed network, ReLU in LeNet-5, tanh below).
-TEST(Fusion, ConvolutionWithItsActivationMatchesTheOpsOneByOne) {
+/// Ops the CPU backend fuses when a call covers both: a convolution and its
+/// layer's activation (the activation of each row as the convolution writes
+/// it), and a convolution's weight gradient and its kernel-bias gradient
+/// (summed from the rows the weight gradient reads). The forward and
+/// backward pass in one call must leave every buffer bit-identical to the
+/// same ops run one call each (unfused), on every fast table, for batches
+/// that fill the lanes and that do not, and for the output functions the
+/// convolutions here use (sigmoid in the seed network, ReLU in LeNet-5, tanh
+/// below); every such pair of these plans is fused.
+TEST(Fusion, FusedOpsMatchTheOpsOneByOne) {
   std::vector<NetCase> nets = {{"seed", readFile(sourcePath("examples/mnist.net")), {}},
                                {"lenet5", readFile(sourcePath("examples/lenet5.net")), {}},
                                {"tanh",
@@ -179,18 +181,21 @@ TEST(Fusion, ConvolutionWithItsActivationMatchesTheOpsOneByOne) {
     Compiled compiled = compileAndPlan(net.text, net.options);
     ASSERT_GT(compiled.plan.ops.size(), 0u);
     const plan::Plan &plan = compiled.plan;
-    bool convolutionThenActivation = false;
-    for (size_t i = 0; i + 1 < plan.ops.size(); ++i)
-      convolutionThenActivation |=
-          plan.ops[i].kind == OpKind::Convolution && plan.ops[i + 1].kind == OpKind::Activate;
-    ASSERT_TRUE(convolutionThenActivation) << "nothing to fuse";
+    int64_t activations = 0, biasGradients = 0;
+    for (size_t i = 0; i + 1 < plan.ops.size(); ++i) {
+      activations += plan.ops[i].kind == OpKind::Convolution && plan.ops[i + 1].kind == OpKind::Activate;
+      biasGradients += plan.ops[i].kind == OpKind::ConvolutionGradWeights &&
+                       plan.ops[i + 1].kind == OpKind::ConvolutionGradBias;
+    }
+    ASSERT_GT(activations, 0) << "no activation to fuse";
+    ASSERT_GT(biasGradients, 0) << "no bias gradient to fuse";
     for (int64_t batch : {19, 32}) {
       SCOPED_TRACE(fmt::format("batch {}", batch));
       const State initial = randomState(plan, batch, 31);
       for (const MachineKind &kind : fastKinds()) {
         SCOPED_TRACE(kindName(kind));
         Machine whole(plan, batch, kind), oneByOne(plan, batch, kind);
-        EXPECT_GT(whole.backend().describe().fusedOps, 0) << "no activation was fused";
+        EXPECT_EQ(whole.backend().describe().fusedOps, activations + biasGradients);
         whole.restore(initial);
         oneByOne.restore(initial);
         whole.run(0, plan.backwardEnd);
