@@ -380,7 +380,7 @@ public:
     }
     const bool stepCall = std::pair{first, last} == stepRange_ && batch == maxBatch_;
     const bool timed = stepCall && shareCheck_.measuring();
-    const bool alone = shareCheck_.alone();
+    const bool alone = stepCall ? shareCheck_.alone() : shareCheck_.chosenAlone();
     double kernelMicros = 0;
     for (size_t i = first; i < last && i < plan_->ops.size(); ++i) {
       const plan::Op &op = plan_->ops[i];

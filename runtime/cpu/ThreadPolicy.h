@@ -92,6 +92,9 @@ public:
   void start(double nowSeconds, bool anyShared);
   /// Whether the next step runs every op on one thread.
   bool alone() const { return phase_ == Phase::Alone || (phase_ == Phase::Settled && alone_); }
+  /// What the last check chose (false before one): for calls that are not
+  /// the step's (an op timed on its own), which a window must not switch.
+  bool chosenAlone() const { return alone_; }
   /// Whether the next step's time is wanted (record() takes it then).
   bool measuring() const { return phase_ == Phase::Shared || phase_ == Phase::Alone; }
   /// After a step: its kernels' time in µs (read only while measuring) and the clock.

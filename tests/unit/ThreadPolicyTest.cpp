@@ -131,15 +131,19 @@ TEST(ShareCheck, WholeStepsKeepTheSharingOnlyWhileItPays) {
     check.record(1966, now += 1966e-6);
   EXPECT_EQ(check.checks(), 2);
   EXPECT_TRUE(check.alone());
+  EXPECT_TRUE(check.chosenAlone());
   // Idle again at the check after: shared again.
   now = runSteps(check, now, 1966, now + ShareCheck::kIntervalSeconds + 0.01);
   ASSERT_TRUE(check.measuring());
   EXPECT_FALSE(check.alone());
   while (!check.alone())
     check.record(1433, now += 1433e-6);
+  // In the alone window, calls that are not steps keep the last choice.
+  EXPECT_TRUE(check.chosenAlone());
   while (check.measuring())
     check.record(1927, now += 1927e-6);
   EXPECT_FALSE(check.alone());
+  EXPECT_FALSE(check.chosenAlone());
   EXPECT_EQ(check.checks(), 3);
 }
 
