@@ -427,7 +427,7 @@ public:
           recordTuning(i, *tuning, micros);
       }
       if (fused)
-        ++i;                 // the activation ran inside the convolution
+        ++i;                 // the next op ran inside this one
       if (!started_.empty()) // the all-reduces started go on while the backward pass does
         communicator_->progress();
       // A started send goes on too: a transport that moves data only inside
@@ -527,9 +527,6 @@ private:
     int calls = 0;       // calls at the loaded batch so far, warm-up included
     std::array<double, cpu::kOpTuningSamples> one{}, all{};
   };
-  /// Keeps call `tuning.calls` of op `index`, which ran on one thread when
-  /// even and on all when odd; after the warm-up and kOpTuningSamples of
-  /// each, the op keeps the faster count.
   /// Whether op i is a convolution whose activation (the next op: every
   /// node of its output, not softmax, which mixes nodes, nor accumulating)
   /// the fast convolution kernel applies to each row it writes
@@ -583,6 +580,9 @@ private:
   static double seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
+  /// Keeps call `tuning.calls` of op `index`, which ran on one thread when
+  /// even and on all when odd; after the warm-up and kOpTuningSamples of
+  /// each, the op keeps the faster count.
   void recordTuning(size_t index, OpTuning &tuning, double microseconds) {
     const int sample = tuning.calls - 2 * cpu::kOpTuningWarmup;
     if (sample >= 0)
