@@ -542,10 +542,17 @@ private:
         next.in.empty() || next.out.empty() || next.in[0] != op.out[0] || next.out[0] == op.out[0])
       return false;
     const plan::Buffer &x = plan.buffers[static_cast<size_t>(op.in[0])],
+                       &sums = plan.buffers[static_cast<size_t>(op.out[0])],
                        &y = plan.buffers[static_cast<size_t>(next.out[0])];
-    if (x.viewOf >= 0 || y.viewOf >= 0 || !x.batchScaled() || !y.batchScaled() ||
-        (x.isInput() == y.isInput() && x.arenaOffset < y.arenaOffset + y.perSample &&
-         y.arenaOffset < x.arenaOffset + x.perSample))
+    auto overlap = [](const plan::Buffer &a, const plan::Buffer &b) {
+      return a.isInput() == b.isInput() && a.arenaOffset < b.arenaOffset + b.perSample &&
+             b.arenaOffset < a.arenaOffset + a.perSample;
+    };
+    // The output may sit exactly on the sums (in place, row by row, as the
+    // op alone would run), not partly over them: the fused rows go in
+    // position order, so a shifted output could overwrite sums not yet read.
+    if (x.viewOf >= 0 || y.viewOf >= 0 || sums.viewOf >= 0 || !x.batchScaled() || !y.batchScaled() ||
+        !sums.batchScaled() || overlap(x, y) || (overlap(sums, y) && sums.arenaOffset != y.arenaOffset))
       return false;
     const auto &conv = op.get<plan::ConvAttrs>();
     const auto &activation = next.get<plan::ActivationAttrs>();
