@@ -104,11 +104,14 @@ std::optional<cost::MachineDescription> describeHostMachine(std::string_view cpu
 
 Expected<BackendSetup> backendSetup(const DeviceSettings &s,
                                     const std::function<std::optional<std::string>(int)> &probe) {
-  if (s.precision != "fp32" && s.precision != "tf32")
-    return fail(fmt::format("--precision: '{}' is not fp32 or tf32", s.precision));
+  if (s.precision != "fp32" && s.precision != "tf32" && s.precision != "bf16")
+    return fail(fmt::format("--precision: '{}' is not fp32, tf32 or bf16", s.precision));
   auto choice = chooseDevice(s.device, s.backend, s.localRank, probe);
   if (!choice)
     return choice.error();
+  if (s.precision == "bf16" && choice->backend == "cuda")
+    return fail("--precision bf16 runs on the CPU backends (AVX512-BF16); on a GPU, --precision takes fp32 "
+                "or tf32");
   BackendSetup setup;
   setup.backend = choice->backend;
   setup.note = choice->note;
@@ -119,6 +122,7 @@ Expected<BackendSetup> backendSetup(const DeviceSettings &s,
   setup.options.checkEachOp = s.cudaDebug;
   setup.options.captureGraphs = s.cudaGraphs;
   setup.options.allowTf32 = s.precision == "tf32";
+  setup.options.bf16Products = s.precision == "bf16";
   return setup;
 }
 

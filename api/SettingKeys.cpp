@@ -420,8 +420,8 @@ constexpr TrainKey kTrainKeys[] = {
      [](netc::TrainSettings &s, std::string_view v) -> Problem {
        if (v.empty())
          v = kTrainDefaults.precision;
-       if (v != "fp32" && v != "tf32")
-         return fmt::format("'{}' is not fp32 or tf32", v);
+       if (v != "fp32" && v != "tf32" && v != "bf16")
+         return fmt::format("'{}' is not fp32, tf32 or bf16", v);
        s.precision = v;
        return {};
      }},

@@ -236,11 +236,20 @@ public:
     if (!reference_) {
       dense_ = cpu::chooseDenseKernel(cpu::hostCpuFeatures(), kernels_->name, cpu::hostBlas(),
                                       options_.denseKernel);
-      if (dense_.kind == cpu::DenseKernelKind::Blas) {
-        kernelList_[static_cast<int>(plan::OpKind::Dense)] = &cpu::blas::Dense;
-        kernelList_[static_cast<int>(plan::OpKind::DenseGradWeights)] = &cpu::blas::DenseGradWeights;
-        kernelList_[static_cast<int>(plan::OpKind::DenseGradInput)] = &cpu::blas::DenseGradInput;
-      }
+      if (dense_.kind == cpu::DenseKernelKind::Blas)
+        setDenseKernels(&cpu::blas::Dense, &cpu::blas::DenseGradWeights, &cpu::blas::DenseGradInput);
+    }
+    if (options_.bf16Products && reference_) {
+      setDenseKernels(&cpu::reference::Bf16Dense, &cpu::reference::Bf16DenseGradWeights,
+                      &cpu::reference::Bf16DenseGradInput);
+    } else if (options_.bf16Products) {
+      if (std::string refusal = cpu::bf16Refusal(cpu::hostCpuFeatures(), kernels_->name, dense_.kind);
+          !refusal.empty())
+        return fail(std::move(refusal));
+#if defined(__x86_64__)
+      setDenseKernels(&cpu::bf16::Dense, &cpu::bf16::DenseGradWeights, &cpu::bf16::DenseGradInput);
+      dense_.label += " bf16";
+#endif
     }
     cpu::setThreadCount(threads());
     plan_ = &plan;
@@ -268,6 +277,10 @@ public:
     stepRange_ = {0, 0};
     for (size_t i = 0; i < plan.ops.size(); ++i) {
       workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
+#if defined(__x86_64__)
+      if (options_.bf16Products)
+        workspace = std::max(workspace, cpu::bf16::workspaceBytes(plan.ops[i], lanes_));
+#endif
       opThreads_[i] = opThreadCount(plan, plan.ops[i], maxBatch);
       // An op large enough to share has its thread count measured in its
       // first calls; not one OpenBLAS runs, whose sums may change with it.
@@ -348,8 +361,12 @@ public:
            buffer, values, offset);
   }
 
-  void attach(comm::Communicator *communicator) override { communicator_ = communicator; }
-  void attachStages(comm::Communicator *stages) override { transfers_.attach(stages); }
+  void attach(comm::Communicator *communicator) override {
+    communicator_ = communicator;
+  }
+  void attachStages(comm::Communicator *stages) override {
+    transfers_.attach(stages);
+  }
 
   Status run(size_t first, size_t last, int64_t batch, int inputSlot, int activationSlot) override {
     if (activationSlot < 0 || activationSlot >= plan_->activationSlots)
@@ -444,7 +461,9 @@ public:
 
   void synchronize() override {}
 
-  Status finishTransfers() override { return transfers_.pending() ? transfers_.finish() : Status::success(); }
+  Status finishTransfers() override {
+    return transfers_.pending() ? transfers_.finish() : Status::success();
+  }
 
   /// The table's multiply-add probe on one thread (best of three runs of
   /// about 15 ms), times the threads; a copy of 64 MiB or more (best of three), and
@@ -503,7 +522,15 @@ public:
   }
 
 private:
-  int threads() const { return threads_; }
+  void setDenseKernels(cpu::Kernel dense, cpu::Kernel gradWeights, cpu::Kernel gradInput) {
+    kernelList_[static_cast<int>(plan::OpKind::Dense)] = dense;
+    kernelList_[static_cast<int>(plan::OpKind::DenseGradWeights)] = gradWeights;
+    kernelList_[static_cast<int>(plan::OpKind::DenseGradInput)] = gradInput;
+  }
+
+  int threads() const {
+    return threads_;
+  }
 
   /// The threads op `op` runs on: the backend's, or 1 for an op whose work
   /// at the loaded batch (its FLOPs, for the ops priced by FLOPs, plus its
@@ -724,6 +751,7 @@ private:
   int64_t maxBatch_ = 0;
   const cpu::KernelTable *kernels_ = nullptr;
   std::array<cpu::Kernel, cpu::kKernelOpCount> kernelList_{}; // kernels_'s, the dense ones as dense_ chose
+                                                              // (bf16 ones with --precision bf16)
   cpu::DenseKernelChoice dense_;
   std::vector<int> opThreads_;   // per op: the threads it runs on (opThreadCount, then measured)
   std::vector<OpTuning> tuning_; // per op: its thread count's measurement

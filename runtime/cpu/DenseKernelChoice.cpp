@@ -183,4 +183,19 @@ DenseKernelChoice chooseDenseKernel(const CpuFeatures &cpu, std::string_view ins
   return choice;
 }
 
+std::string bf16Refusal(const CpuFeatures &cpu, std::string_view instructionSet, DenseKernelKind kind) {
+  if (!cpu.avx512bf16)
+    return fmt::format("--precision bf16: this processor has no AVX512-BF16 instructions (no avx512_bf16 in "
+                       "/proc/cpuinfo's flags), which netc's bf16 products need; leave out --precision bf16 "
+                       "to train in fp32");
+  if (instructionSet != "avx512")
+    return fmt::format("--precision bf16 runs on the avx512 kernels, but --cpu-isa (NETC_CPU_ISA) chose {}: "
+                       "leave it out, or leave out --precision bf16",
+                       instructionSet);
+  if (kind == DenseKernelKind::Blas)
+    return "--precision bf16 runs on netc's own dense kernels; OpenBLAS has no bf16 products: leave out "
+           "--dense-kernel openblas, or leave out --precision bf16";
+  return "";
+}
+
 } // namespace netc::runtime::cpu

@@ -63,4 +63,10 @@ struct DenseKernelChoice {
 DenseKernelChoice chooseDenseKernel(const CpuFeatures &cpu, std::string_view instructionSet,
                                     const BlasReport &blas, std::string_view requested);
 
+/// Why `--precision bf16` cannot run on a processor with `cpu`'s features,
+/// fast table `instructionSet` and dense kernels `kind` (a message naming
+/// the flag to change), or "" when it can: its products need AVX512-BF16,
+/// the avx512 table and netc's own dense kernels.
+std::string bf16Refusal(const CpuFeatures &cpu, std::string_view instructionSet, DenseKernelKind kind);
+
 } // namespace netc::runtime::cpu

@@ -138,6 +138,35 @@ void DenseGradWeights(const KernelCall &call);
 void DenseGradInput(const KernelCall &call);
 } // namespace blas
 
+#if defined(__x86_64__)
+/// The dense products of `--precision bf16` (Bf16DenseKernels.cpp, built
+/// for AVX-512 with AVX512-BF16): both factors rounded to bfloat16, the sums
+/// in FP32. The backend runs them in place of the fast table's own only
+/// where bf16Refusal (DenseKernelChoice.h) finds nothing against it.
+namespace bf16 {
+void Dense(const KernelCall &call);
+void DenseGradWeights(const KernelCall &call);
+void DenseGradInput(const KernelCall &call);
+/// The workspace the bf16 kernel of `op` needs (its packed factors) at
+/// feature-major row length `lanes`; 0 for the other ops.
+size_t workspaceBytes(const plan::Op &op, int64_t lanes);
+} // namespace bf16
+#endif
+
+/// x rounded to bfloat16 and back, as VCVTNEPS2BF16 rounds: to nearest,
+/// ties to even; denormals become a zero of their sign; a NaN stays a
+/// (quiet) NaN; values past the largest bf16 round to infinity.
+float roundToBf16(float x);
+
+namespace reference {
+/// The bf16 reference (`--backend cpu-reference --precision bf16`): the
+/// reference dense ops with both factors of every product through
+/// roundToBf16, summed in double.
+void Bf16Dense(const KernelCall &call);
+void Bf16DenseGradWeights(const KernelCall &call);
+void Bf16DenseGradInput(const KernelCall &call);
+} // namespace reference
+
 /// The instruction sets the fast table was built for that this processor
 /// runs, best first ("avx512", "avx2", "baseline").
 std::vector<std::string_view> instructionSets();

@@ -9,6 +9,8 @@
 #include "runtime/optim/Optimizer.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 namespace netc::runtime::cpu::reference {
 
@@ -40,40 +42,67 @@ void ConcatNodes(const KernelCall &c) {
   }
 }
 
-void Dense(const KernelCall &c) {
+namespace {
+float exactly(float x) {
+  return x;
+}
+
+// The dense ops with each product's factors through Factor: exactly (FP32
+// as stored) or roundToBf16 (the bf16 reference).
+template <float (*Factor)(float)> void denseOf(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t o = 0; o < a.outputs; ++o) {
       double sum = 0;
       for (int64_t i = 0; i < a.inputs; ++i)
-        sum += double(c.in(0)[b * a.inputs + i]) * c.in(1)[o * a.inputs + i];
+        sum += double(Factor(c.in(0)[b * a.inputs + i])) * Factor(c.in(1)[o * a.inputs + i]);
       store(c.out()[b * a.outputs + o], sum, c.op.accumulate);
     }
 }
 
-void DenseGradWeights(const KernelCall &c) {
+template <float (*Factor)(float)> void denseGradWeightsOf(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   for (int64_t o = 0; o < a.outputs; ++o)
     for (int64_t i = 0; i < a.inputs; ++i) {
       double sum = 0;
       for (int64_t b = 0; b < c.batch; ++b)
-        sum += double(c.in(0)[b * a.outputs + o]) * c.in(1)[b * a.inputs + i];
+        sum += double(Factor(c.in(0)[b * a.outputs + o])) * Factor(c.in(1)[b * a.inputs + i]);
       store(c.out()[o * a.inputs + i], sum, c.op.accumulate);
     }
 }
 
 // Each block of outputs' sum (in double) is added to dx in turn, rounded
 // once per block: the blocks' order and rounding of the fast kernel.
-void DenseGradInput(const KernelCall &c) {
+template <float (*Factor)(float)> void denseGradInputOf(const KernelCall &c) {
   const auto &a = c.op.get<plan::DenseAttrs>();
   for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t i = 0; i < a.inputs; ++i)
       plan::forEachDenseBlock(a, [&](int64_t first, int64_t size) {
         double sum = 0;
         for (int64_t o = first; o < first + size; ++o)
-          sum += double(c.in(0)[b * a.outputs + o]) * c.in(1)[o * a.inputs + i];
+          sum += double(Factor(c.in(0)[b * a.outputs + o])) * Factor(c.in(1)[o * a.inputs + i]);
         store(c.out()[b * a.inputs + i], sum, c.op.accumulate || first > 0);
       });
+}
+} // namespace
+
+void Dense(const KernelCall &c) {
+  denseOf<exactly>(c);
+}
+void DenseGradWeights(const KernelCall &c) {
+  denseGradWeightsOf<exactly>(c);
+}
+void DenseGradInput(const KernelCall &c) {
+  denseGradInputOf<exactly>(c);
+}
+void Bf16Dense(const KernelCall &c) {
+  denseOf<roundToBf16>(c);
+}
+void Bf16DenseGradWeights(const KernelCall &c) {
+  denseGradWeightsOf<roundToBf16>(c);
+}
+void Bf16DenseGradInput(const KernelCall &c) {
+  denseGradInputOf<roundToBf16>(c);
 }
 
 void Sparse(const KernelCall &c) {
@@ -224,3 +253,17 @@ void Update(const KernelCall &c) {
 NETC_TEMPLATE_KERNELS(double)
 
 } // namespace netc::runtime::cpu::reference
+
+namespace netc::runtime::cpu {
+
+float roundToBf16(float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7F800000u) == 0) // zero or denormal: a zero of x's sign
+    return std::bit_cast<float>(bits & 0x80000000u);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) // NaN: kept, made quiet
+    return std::bit_cast<float>((bits | 0x00400000u) & 0xFFFF0000u);
+  bits += 0x7FFFu + ((bits >> 16) & 1u); // to nearest, ties to even (may carry into infinity)
+  return std::bit_cast<float>(bits & 0xFFFF0000u);
+}
+
+} // namespace netc::runtime::cpu

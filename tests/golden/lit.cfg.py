@@ -27,11 +27,16 @@ if "NETC_CACHE_DIR" in os.environ:
 # netc build and --emit=llvm need the LLVM plugin (NETC_WITH_LLVM): their tests say REQUIRES: netc-llvm.
 if config.netc_llvm.upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("netc-llvm")
-# Tests of what netc says on a CPU with AVX2 (or wider) say REQUIRES: cpu-avx2.
+# Tests of what netc says on a CPU with AVX2 (or wider) say REQUIRES: cpu-avx2; with
+# AVX512-BF16, cpu-avx512-bf16.
 try:
     with open("/proc/cpuinfo") as cpuinfo:
-        if any(line.startswith("flags") and " avx2" in line for line in cpuinfo):
+        flags = next((line.split() for line in cpuinfo if line.startswith("flags")), [])
+        if "avx2" in flags:
             config.available_features.add("cpu-avx2")
+        # --precision bf16 runs here (runtime/cpu/DenseKernelChoice.h, bf16Refusal).
+        if "avx512_bf16" in flags and {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx2", "fma"} <= set(flags):
+            config.available_features.add("cpu-avx512-bf16")
 except OSError:
     pass
 # Tests that make device nodes (mknod) say REQUIRES: root.

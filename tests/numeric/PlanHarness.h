@@ -109,7 +109,10 @@ struct MachineKind {
   bool reference = false;
   std::string variant;
   std::string denseKernel = {}; // BackendOptions::denseKernel: "" (auto), "netc", "openblas"
+  bool bf16 = false;            // BackendOptions::bf16Products (--precision bf16)
 };
+
+inline runtime::BackendOptions backendOptionsOf(const MachineKind &kind);
 
 /// A parameterised test's name: its case's own (`name` is GoogleTest-safe).
 template <typename Case> std::string netCaseName(const ::testing::TestParamInfo<Case> &info) {
@@ -124,13 +127,18 @@ inline std::string instructionSetOf(const MachineKind &kind) {
   return fromEnvironment ? fromEnvironment : "";
 }
 
+inline runtime::BackendOptions backendOptionsOf(const MachineKind &kind) {
+  runtime::BackendOptions options{kind.threads, 0, instructionSetOf(kind), kind.denseKernel};
+  options.bf16Products = kind.bf16;
+  return options;
+}
+
 /// A plan loaded on one CPU backend with a fixed batch.
 class Machine {
 public:
   Machine(const plan::Plan &plan, int64_t batch, const MachineKind &kind)
       : plan_(&plan), batch_(batch),
-        backend_(runtime::makeCpuBackend({kind.threads, 0, instructionSetOf(kind), kind.denseKernel},
-                                         kind.reference)) {
+        backend_(runtime::makeCpuBackend(backendOptionsOf(kind), kind.reference)) {
     Status s = backend_->load(plan, batch);
     EXPECT_TRUE(s.ok()) << s.message();
   }

@@ -5,7 +5,8 @@
 // OpenBLAS 0.3.21 picks the generic Prescott kernels), an AVX2-only Haswell
 // and a baseline x86-64 (QEMU's qemu64 model), each with what OpenBLAS said
 // of itself there; the warning when generic code would run on a CPU with
-// AVX2 or AVX-512, and where it would not.
+// AVX2 or AVX-512, and where it would not; and where `--precision bf16`
+// runs (bf16Refusal).
 #include "runtime/cpu/DenseKernelChoice.h"
 
 #include <gtest/gtest.h>
@@ -167,6 +168,25 @@ TEST(DenseKernelChoice, OpenBlasCoresByTheirVectors) {
   EXPECT_EQ(blasCoreInstructions("Nehalem"), "sse");
   EXPECT_EQ(blasCoreInstructions("NEOVERSEN1"), ""); // another architecture's: not judged
   EXPECT_EQ(blasCoreInstructions(""), "");
+}
+
+TEST(DenseKernelChoice, Bf16RunsWhereTheProcessorHasAvx512Bf16) {
+  // Zen 4, Zen 5 and Sapphire Rapids have AVX512-BF16: bf16 runs on the avx512 table and netc's kernels.
+  for (std::string_view flags : {kZen4, kZen5, kSapphireRapids})
+    EXPECT_EQ(bf16Refusal(cpuFeaturesFromFlags(flags), "avx512", DenseKernelKind::Netc), "");
+  EXPECT_EQ(
+      bf16Refusal(cpuFeaturesFromFlags(kHaswell), "avx2", DenseKernelKind::Netc),
+      "--precision bf16: this processor has no AVX512-BF16 instructions (no avx512_bf16 in /proc/cpuinfo's "
+      "flags), which netc's bf16 products need; leave out --precision bf16 to train in fp32");
+  EXPECT_EQ(bf16Refusal(cpuFeaturesFromFlags(kQemu64), "baseline", DenseKernelKind::Blas),
+            bf16Refusal(cpuFeaturesFromFlags(kHaswell), "avx2", DenseKernelKind::Netc));
+  EXPECT_EQ(
+      bf16Refusal(cpuFeaturesFromFlags(kZen4), "avx2", DenseKernelKind::Netc),
+      "--precision bf16 runs on the avx512 kernels, but --cpu-isa (NETC_CPU_ISA) chose avx2: leave it out, "
+      "or leave out --precision bf16");
+  EXPECT_EQ(bf16Refusal(cpuFeaturesFromFlags(kSapphireRapids), "avx512", DenseKernelKind::Blas),
+            "--precision bf16 runs on netc's own dense kernels; OpenBLAS has no bf16 products: leave out "
+            "--dense-kernel openblas, or leave out --precision bf16");
 }
 
 } // namespace

@@ -97,7 +97,16 @@ TEST(DeviceChoice, SetupChecksThePrecisionAndFillsTheOptions) {
   EXPECT_EQ(setup->options.denseKernel, "openblas");
   auto fp16 = backendSetup({"cpu", "", "fp16", "", "", false, true, 0, 0}, gpuOk);
   ASSERT_FALSE(fp16.ok());
-  EXPECT_EQ(fp16.message(), "--precision: 'fp16' is not fp32 or tf32");
+  EXPECT_EQ(fp16.message(), "--precision: 'fp16' is not fp32, tf32 or bf16");
+  auto bf16 = backendSetup({"cpu", "", "bf16", "", "", false, true, 0, 0}, gpuOk);
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_TRUE(bf16->options.bf16Products);
+  EXPECT_FALSE(bf16->options.allowTf32);
+  EXPECT_FALSE(backendSetup({"cpu", "", "tf32", "", "", false, true, 0, 0}, gpuOk)->options.bf16Products);
+  auto bf16OnGpu = backendSetup({"cuda", "", "bf16", "", "", false, true, 0, 0}, gpuOk);
+  ASSERT_FALSE(bf16OnGpu.ok());
+  EXPECT_EQ(bf16OnGpu.message(), "--precision bf16 runs on the CPU backends (AVX512-BF16); on a GPU, "
+                                 "--precision takes fp32 or tf32");
 }
 
 TEST(DeviceChoice, APipelineSharesGpusOnlyWhereItsRanksOutnumberThem) {

@@ -116,7 +116,7 @@ CLI::Option *addDenseKernelOption(CLI::App &app, std::string &kernel);
 std::string cpuIsaProblem(const std::string &name);
 
 /// Where a command computes: --device auto|cpu|cuda[:N], --backend (the
-/// kernels on that device; default: the device's own), --precision fp32|tf32,
+/// kernels on that device; default: the device's own), --precision fp32|tf32|bf16,
 /// --cuda-debug and --cuda-graphs on|off, into the fields of the same names
 /// (TrainSettings, ModelOptions, BenchSettings).
 template <class Settings> void addDeviceOptions(CLI::App &app, Settings &s) {
@@ -130,8 +130,9 @@ template <class Settings> void addDeviceOptions(CLI::App &app, Settings &s) {
                  "on a GPU (default: the device's own)")
       ->type_name("NAME");
   app.add_option("--precision", s.precision,
-                 "fp32, or tf32 to let a GPU's tensor cores round the inputs of matrix products to TF32")
-      ->check(CLI::IsMember({"fp32", "tf32"}))
+                 "fp32; tf32 to let a GPU's tensor cores round the inputs of matrix products to TF32; or "
+                 "bf16 (CPUs with AVX512-BF16) to round the dense products' inputs to bfloat16, FP32 sums")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   app.add_flag("--cuda-debug", s.cudaDebug,
                "On a GPU, wait for and check every op, so an error names the op and its layer (slow)");
