@@ -339,7 +339,7 @@ static const char *const kBadSettings[][3] = {
     {"backend", "gpu9", "cpu"},
     {"device", "gpu", "'gpu' is not cpu, cuda, cuda:N"},
     {"device", "cuda:-1", "'cuda:-1' is not cpu, cuda, cuda:N"},
-    {"precision", "fp16", "'fp16' is not fp32 or tf32"},
+    {"precision", "fp16", "'fp16' is not fp32, tf32 or bf16"},
     {"dense_kernel", "mkl", "'mkl' is not auto, netc or openblas"},
     {"cuda_debug", "maybe", "boolean"},
     {"cuda_graphs", "sometimes", "boolean"},
