@@ -15,7 +15,8 @@ machine makes the runs slower and the check fail, so run it on a quiet machine.
 Both sides run --threads threads per rank (default 1: on this project's 2-core machines one rank
 and two ranks then have the same cores per rank, and the comparison is of the model, not of core
 contention; --threads 0 is netc train's default, every core shared among the ranks). --cost-model
-picks the table (default: netc's built-in one for the CPU).
+picks the table (default: auto, netc's own choice: the built-in CPU table where it describes this
+machine, else this machine's, measured once and cached).
 
 Usage:
   python3 bench/check_estimate.py [--netc build/tools/netc/netc] [--data data/mnist] [--epochs 3]
@@ -76,7 +77,7 @@ def main():
     parser.add_argument("--nets", default="seed,lenet5")
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--batches", default="32,128")
-    parser.add_argument("--cost-model", default="cpu")
+    parser.add_argument("--cost-model", default="auto")
     parser.add_argument("--threads", type=int, default=1, help="threads per rank (0: netc's default)")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 namespace netc::e2e {
@@ -46,6 +47,9 @@ public:
 class SeedNetworkLearns : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
+    // netc's cache off: the run's estimate comes from the built-in CPU table
+    // on every machine, not from a table of this one cached by an earlier run.
+    ::setenv("NETC_CACHE_DIR", "", 1);
     dir_ = std::filesystem::path(::testing::TempDir()) / ("netc-e2e-learning-" + std::to_string(getpid()));
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
