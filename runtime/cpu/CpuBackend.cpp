@@ -487,17 +487,12 @@ public:
     peak.gflops = peak.flopsPerCore * threads();
     try {
       const std::vector<int64_t> caches = cacheSizes();
-      // Each way twice the largest cache, so the copy goes to memory: 64 MiB
-      // to 128 MiB, more than one core's share of any cache. A virtual
-      // machine's sysconf may name its host's whole L3 (508 MiB on a 2-vCPU
-      // EPYC VM), which no one core holds; every page is touched (memset,
-      // not a vector's element loop) before it is timed.
+      // Each way twice the largest cache (64-128 MiB, past one core's share of
+      // any cache; a VM's sysconf may name its host's whole L3), pages touched first.
       const size_t bytes = static_cast<size_t>(std::clamp<int64_t>(2 * (caches.empty() ? 0 : caches.back()),
                                                                    int64_t{64} << 20, int64_t{128} << 20));
       const size_t count = bytes / sizeof(float);
-      const std::unique_ptr<float[]> from(new float[count]), to(new float[count]);
-      std::memset(from.get(), 0, bytes);
-      std::memset(to.get(), 0, bytes);
+      const std::unique_ptr<float[]> from(new float[count]()), to(new float[count]()); // zeroed: touched
       double fastest = 0;
       for (int run = 0; run < 3; ++run) {
         const auto start = Clock::now();
@@ -507,11 +502,10 @@ public:
         from[run] = to[count - 1 - size_t(run)]; // the copies stay observable
       }
       peak.gbPerSecond = fastest / 1e9;
-      // Each cache level that half the buffer holds: copies of half its size
-      // (a quarter each way), 64 MiB moved in all.
+      // Each cache level the buffer holds: copies of half its size, 64 MiB moved in all.
       for (const int64_t size : caches) {
         if (size_t(size) > bytes)
-          continue; // not one core's cache (the host's, named by a virtual machine's sysconf)
+          continue; // not one core's cache (a VM's host's)
         const size_t quarter = size_t(size) / 4 / sizeof(float);
         const int copies =
             static_cast<int>(std::max<size_t>(2, (size_t{32} << 20) / (quarter * sizeof(float))));
