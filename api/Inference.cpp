@@ -301,7 +301,7 @@ std::string_view sectionOf(const plan::Plan &plan, size_t op) {
 /// `settings.iterations` steps; the median per op goes to `profile`. Works for
 /// any backend, since it only uses Backend::run and synchronize.
 Status profileOps(const plan::Plan &plan, runtime::Backend &backend, const BenchSettings &settings,
-                  std::vector<OpProfile> &profile) {
+                  const std::vector<plan::OpKind> &bf16Kinds, std::vector<OpProfile> &profile) {
   std::vector<std::vector<double>> times(plan.ops.size());
   for (int64_t step = 0; step < settings.iterations; ++step)
     for (size_t i = 0; i < plan.ops.size(); ++i) {
@@ -325,6 +325,7 @@ Status profileOps(const plan::Plan &plan, runtime::Backend &backend, const Bench
     if (cost::workMeasure(op.kind) == cost::WorkMeasure::Flops)
       entry.flops = work.flopsPerSample * double(settings.batch) + work.fixedFlops;
     entry.bytes = work.bytesPerSample * double(settings.batch) + work.fixedBytes;
+    entry.bf16 = std::find(bf16Kinds.begin(), bf16Kinds.end(), op.kind) != bf16Kinds.end();
     profile.push_back(std::move(entry));
   }
   return Status::success();
@@ -483,10 +484,14 @@ BenchResult bench(const std::string &netPath, const BenchSettings &s) {
     }
     if (training && s.profile) {
       const runtime::PeakRates peak = (*backend)->measurePeak();
-      result.peak = {peak.gflops, peak.flopsPerCore, peak.gbPerSecond, {}};
+      result.peak.gflops = peak.gflops;
+      result.peak.gflopsPerCore = peak.flopsPerCore;
+      result.peak.gbPerSecond = peak.gbPerSecond;
       for (const runtime::PeakRates::CacheCeiling &c : peak.caches)
         result.peak.caches.push_back({c.bytes, c.gbPerSecond});
-      return profileOps(plan, **backend, s, result.profile);
+      result.peak.bf16Gflops = peak.bf16Gflops;
+      result.peak.bf16GflopsPerCore = peak.bf16FlopsPerCore;
+      return profileOps(plan, **backend, s, peak.bf16Kinds, result.profile);
     }
     return Status::success();
   };

@@ -539,6 +539,8 @@ struct OpProfile {
   /// Its work per step, as the cost model counts it (codegen/CostModel.h):
   /// FLOPs of the ops it prices by FLOPs (0 for the copies and bias sums), bytes moved.
   double flops = 0, bytes = 0;
+  /// Its products run in bf16 (--precision bf16): held to PeakRates::bf16Gflops.
+  bool bf16 = false;
 };
 
 /// The device's peak rates the roofline of a profile compares ops with
@@ -554,6 +556,9 @@ struct PeakRates {
     double gbPerSecond = 0;
   };
   std::vector<CacheCeiling> caches;
+  /// The multiply-adds per second of the bf16 products (VDPBF16PS) in a run
+  /// of --precision bf16, on the run's threads and on one; 0 in other runs.
+  double bf16Gflops = 0, bf16GflopsPerCore = 0;
 };
 
 struct BenchResult {

@@ -69,6 +69,10 @@ struct BackendOptions {
 struct PeakRates {
   double gflops = 0, gbPerSecond = 0;
   double flopsPerCore = 0; ///< gflops / the threads (host backends)
+  /// The same for the products a run rounds to bf16 (--precision bf16 on a
+  /// host backend; 0 without), and the op kinds that run them.
+  double bf16Gflops = 0, bf16FlopsPerCore = 0;
+  std::vector<plan::OpKind> bf16Kinds;
   /// The same copy within each cache level (host backends: the second and
   /// third), smallest first: the ceiling of ops whose bytes fit there.
   struct CacheCeiling {

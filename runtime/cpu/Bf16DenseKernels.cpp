@@ -350,4 +350,35 @@ void DenseGradWeights(const KernelCall &c) {
   });
 }
 
+// The bf16 products' peak probe (Kernels.h): the register tile's
+// accumulators, each a chain of `steps` dependent VDPBF16PS (16 lanes × a
+// pair of products each) on constant factors of 2^-20, all independent of
+// one another, as the tile keeps them in registers.
+float productProbe(int64_t steps) {
+  constexpr int kChains = kTileRows * kTileVectors;
+  __m512 acc[kChains];
+#pragma GCC unroll 32
+  for (int j = 0; j < kChains; ++j)
+    acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  // Two bf16 values 0x3580 (2^-20) per word: each step adds 2^-39 per lane.
+  const __m512bh factor = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x35803580));
+  for (int64_t step = 0; step < steps; ++step)
+#pragma GCC unroll 32
+    for (int j = 0; j < kChains; ++j)
+      acc[j] = _mm512_dpbf16_ps(acc[j], factor, factor);
+  __m512 total = _mm512_setzero_ps();
+  for (int j = 0; j < kChains; ++j)
+    total = _mm512_add_ps(total, acc[j]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, total);
+  float sum = 0;
+  for (float lane : lanes)
+    sum += lane;
+  return sum;
+}
+
+int productProbeChains() {
+  return kTileRows * kTileVectors;
+}
+
 } // namespace netc::runtime::cpu::bf16

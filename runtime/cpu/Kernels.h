@@ -150,6 +150,15 @@ void DenseGradInput(const KernelCall &call);
 /// The workspace the bf16 kernel of `op` needs (its packed factors) at
 /// feature-major row length `lanes`; 0 for the other ops.
 size_t workspaceBytes(const plan::Op &op, int64_t lanes);
+/// The ops these kernels replace: what --precision bf16 rounds, held to
+/// the bf16 peak in `netc bench --profile`'s roofline.
+inline constexpr plan::OpKind kProductKinds[] = {plan::OpKind::Dense, plan::OpKind::DenseGradWeights,
+                                                 plan::OpKind::DenseGradInput};
+/// The peak probe of these products: `steps` rounds of productProbeChains()
+/// independent VDPBF16PS, each 16 lanes of two multiply-adds (the kernels'
+/// register tile); returns their sum (so none is dropped).
+float productProbe(int64_t steps);
+int productProbeChains();
 } // namespace bf16
 #endif
 

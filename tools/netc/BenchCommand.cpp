@@ -69,12 +69,15 @@ int runBench(BenchArgs &args) {
                        {"output", p.output},
                        {"microseconds", p.microseconds},
                        {"flops", p.flops},
-                       {"bytes", p.bytes}});
+                       {"bytes", p.bytes},
+                       {"bf16", p.bf16}});
       j["profile"] = ops;
       j["peak"] = {{"gflops", r.peak.gflops},
                    {"gflops_per_core", r.peak.gflopsPerCore},
                    {"gb_per_second", r.peak.gbPerSecond},
-                   {"caches", nlohmann::json::array()}};
+                   {"caches", nlohmann::json::array()},
+                   {"bf16_gflops", r.peak.bf16Gflops},
+                   {"bf16_gflops_per_core", r.peak.bf16GflopsPerCore}};
       for (const PeakRates::CacheCeiling &level : r.peak.caches)
         j["peak"]["caches"].push_back({{"bytes", level.bytes}, {"gb_per_second", level.gbPerSecond}});
     }

@@ -237,7 +237,8 @@ std::optional<Model> loadModelOrReport(const std::string &file, const std::strin
 
 namespace {
 /// An op's place on the roofline: the time it would take at the device's
-/// peak (the slower of its FLOPs at the multiply-add peak and its bytes at
+/// peak (the slower of its FLOPs at the multiply-add peak, the bf16 one for
+/// products rounded to bf16, and its bytes at
 /// the copy bandwidth of where they fit: the second-level cache or memory),
 /// and which of the two bounds it.
 struct RoofPoint {
@@ -249,7 +250,8 @@ RoofPoint roofOf(const OpProfile &p, const PeakRates &peak) {
   for (auto level = peak.caches.rbegin(); level != peak.caches.rend(); ++level)
     if (p.bytes <= double(level->bytes))
       bandwidth = level->gbPerSecond;
-  const double computeUs = peak.gflops > 0 ? p.flops / (peak.gflops * 1e3) : 0;
+  const double gflops = p.bf16 && peak.bf16Gflops > 0 ? peak.bf16Gflops : peak.gflops;
+  const double computeUs = gflops > 0 ? p.flops / (gflops * 1e3) : 0;
   const double memoryUs = bandwidth > 0 ? p.bytes / (bandwidth * 1e3) : 0;
   return {std::max(computeUs, memoryUs), computeUs >= memoryUs};
 }
@@ -291,11 +293,13 @@ void printOpProfile(const std::vector<OpProfile> &profile, const PeakRates *peak
   std::string cacheText;
   for (const PeakRates::CacheCeiling &level : peak->caches)
     cacheText += fmt::format(", {:.1f} within {}", level.gbPerSecond, bytesText(level.bytes));
-  std::printf(
-      "%s", fmt::format("roofline: peak {:.1f} GFLOP/s ({:.1f} a core, multiply-adds of this run's kernels); "
-                        "copies (one thread) {:.1f} GB/s in memory{}; measured now\n",
-                        peak->gflops, peak->gflopsPerCore, peak->gbPerSecond, cacheText)
-                .c_str());
+  const std::string bf16Text = peak->bf16Gflops > 0 ? fmt::format(", bf16 products {:.1f} ({:.1f} a core)",
+                                                                  peak->bf16Gflops, peak->bf16GflopsPerCore)
+                                                    : std::string();
+  std::printf("%s", fmt::format("roofline: peak {:.1f} GFLOP/s ({:.1f} a core, multiply-adds of this run's "
+                                "kernels{}); copies (one thread) {:.1f} GB/s in memory{}; measured now\n",
+                                peak->gflops, peak->gflopsPerCore, bf16Text, peak->gbPerSecond, cacheText)
+                        .c_str());
   for (int bound : {1, 0})
     if (boundUs[bound] > 0)
       std::printf("%s", fmt::format("{}-bound ops: {:.1f} us ({:.1f}% of the step), at {:.0f}% of their roof "
