@@ -16,6 +16,7 @@
 #include "codegen/CostModel.h"
 #include "netc/Estimate.h"
 #include "netc/netc.h"
+#include "runtime/cpu/ThreadPolicy.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
@@ -636,6 +637,9 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
   const int total = static_cast<int>((threads.size() + (concurrent > 0 ? 1 : 0)) * std::size(kProbes) *
                                      batches.size() * s.rounds);
   int done = 0;
+  // The other tasks running before each measurement alone (the job's own
+  // ranks are not others): a table measured beside other work is slow.
+  std::vector<double> otherTasks;
   std::string deviceName;
   const std::string backendName = gpu ? "cuda" : "cpu";
   auto measureProfile = [&](int t, int ranks) -> Status {
@@ -653,6 +657,8 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
                      : ranks == 1 ? fmt::format("{} at batch {} on {} thread(s)", probe.name, batch, t)
                                   : fmt::format("{} at batch {} on {} thread(s), {} ranks at once",
                                                 probe.name, batch, t, ranks));
+          if (ranks == 1 && !gpu)
+            otherTasks.push_back(runtime::cpu::hostOtherRunnableTasks());
           if (Status st = measureProbe(probe, batch, t, s, times[p * batches.size() + b], deviceName); !st)
             return st;
           ++done;
@@ -725,8 +731,16 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
     }
   table.backend = backendName;
   table.device = gpu ? deviceName : fmt::format("{}, {} cores", deviceName, cores);
-  table.source =
-      fmt::format("measured by `{}` on {}", s.command.empty() ? "netc calibrate" : s.command, today());
+  const int busy = otherTasks.empty() ? 0 : static_cast<int>(median(otherTasks));
+  table.source = fmt::format("measured by `{}` on {}{}", s.command.empty() ? "netc calibrate" : s.command,
+                             today(), busy > 0 ? fmt::format(" while {} other task(s) ran", busy) : "");
+  if (busy > 0)
+    result.warnings.push_back(fmt::format(
+        "{} other task(s) were running while the table was measured (the median of {} counts, from "
+        "/proc/loadavg or NETC_OTHER_TASKS): its rates may be slower than this machine's; measure it again "
+        "when the machine is quiet (netc's cached table is measured again by the first estimate that finds "
+        "it quiet)",
+        busy, otherTasks.size()));
   // A GPU's memory is not queried here: the built-in GPU table's (80 GiB).
   table.memoryBytes = gpu && builtin ? builtin->memoryBytes : machineMemoryBytes();
   table.devicesPerNode = gpu && builtin ? builtin->devicesPerNode : cores;
@@ -742,6 +756,7 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
                                          "copying through memory",
                                          peak.flopsPerCore, peak.gbPerSecond));
     }
+    machine->busyTasks = busy;
     table.machine = std::move(*machine);
     // "Intel(R) Xeon(R) Processor, host (avx512), 2 cores"
     table.device = fmt::format("{}, {}", table.machine->cpu, table.device);

@@ -1,10 +1,12 @@
 // CostTableChoice.cpp -- chooseCostTable (api/CostTableChoice.h): the named
 // table, the built-in one where it describes this machine, else this
 // machine's from the cache folder, measured by a quick calibration when
-// the cache has none (or a broken one) and the caller may measure.
+// the cache has none (or a broken one, or one measured beside other work
+// while the machine is now quiet) and the caller may measure.
 #include "api/CostTableChoice.h"
 
 #include "api/Backends.h"
+#include "runtime/cpu/ThreadPolicy.h"
 
 #include <fmt/format.h>
 
@@ -22,6 +24,13 @@ std::string joinDifferences(const std::vector<std::string> &differences) {
 
 bool onGpu(std::string_view device) {
   return device.substr(0, 4) == "cuda";
+}
+
+/// What to say of this machine's table measured while `busy` other tasks ran.
+std::string busyNote(int busy) {
+  return fmt::format("this machine's table was measured while {} other task(s) ran, so its estimate may be "
+                     "slow; the first estimate that finds the machine quiet measures it again",
+                     busy);
 }
 
 /// What to say of a table measured on another machine.
@@ -117,10 +126,15 @@ Expected<CostTableChoice> chooseCostTable(const CostTableRequest &request) {
     std::error_code ec;
     if (std::filesystem::exists(path, ec)) {
       auto cached = cost::readCostTable(path);
-      if (cached && cached->machine && cost::machineDifferences(*cached->machine, *here).empty())
-        return CostTableChoice{std::move(*cached), kMachineCostTable, path, ""};
-      replaced = cached ? fmt::format("the cached table {} describes another machine", path)
-                        : fmt::format("the cached table could not be read ({})", cached.message());
+      const bool mine =
+          cached && cached->machine && cost::machineDifferences(*cached->machine, *here).empty();
+      const int busy = mine ? cached->machine->busyTasks : 0;
+      if (mine && (!request.mayMeasure ||
+                   !cost::measureAgainWhenQuiet(*cached->machine, runtime::cpu::hostOtherRunnableTasks())))
+        return CostTableChoice{std::move(*cached), kMachineCostTable, path, busy > 0 ? busyNote(busy) : ""};
+      replaced = mine ? fmt::format("the cached table {} was measured while {} other task(s) ran", path, busy)
+                 : cached ? fmt::format("the cached table {} describes another machine", path)
+                          : fmt::format("the cached table could not be read ({})", cached.message());
     }
   }
   if (!request.mayMeasure)
@@ -150,6 +164,8 @@ Expected<CostTableChoice> chooseCostTable(const CostTableRequest &request) {
           : fmt::format(" (the built-in one describes another machine: {})",
                         joinDifferences(builtinDifferences)),
       path, replaced.empty() ? std::string() : fmt::format(" ({}: replaced)", replaced));
+  if (choice.table.machine && choice.table.machine->busyTasks > 0)
+    choice.note += "; " + busyNote(choice.table.machine->busyTasks);
   return choice;
 }
 

@@ -131,11 +131,13 @@ EstimateResult estimateTraining(const std::string &netPath, const EstimateSettin
     return refuse(run.refusal());
 
   // A table that cannot be read is refused before the data are read; one
-  // that must be measured is measured once the network has compiled.
+  // that must be measured (this machine's, where none is kept yet) is
+  // measured once the network has compiled.
   CostTableRequest tableRequest{
       settings.costModel, s.device, s.cpuIsa, s.denseKernel, false, nullptr, nullptr};
-  if (auto table = chooseCostTable(tableRequest); !table)
-    return refuse(usage("--cost-model: " + table.message()));
+  if (settings.costModel != kMachineCostTable)
+    if (auto table = chooseCostTable(tableRequest); !table)
+      return refuse(usage("--cost-model: " + table.message()));
 
   SampleCounts samples;
   std::optional<Network> network;

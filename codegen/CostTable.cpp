@@ -107,16 +107,14 @@ std::optional<size_t> tooDeep(std::string_view text) {
 /// nlohmann's message without its "[json.exception...]" id and position.
 std::string shortReason(const std::string &what) {
   std::string_view reason = what;
-  if (reason.starts_with("[json.exception.")) {
-    const size_t close = reason.find("] ");
-    if (close != std::string_view::npos)
-      reason.remove_prefix(close + 2);
-  }
-  if (reason.starts_with("parse error")) {
-    const size_t colon = reason.find(": ");
-    if (colon != std::string_view::npos)
-      reason.remove_prefix(colon + 2);
-  }
+  auto dropThrough = [&reason](std::string_view marker) { // the text up to and with `marker`
+    if (const size_t at = reason.find(marker); at != std::string_view::npos)
+      reason.remove_prefix(at + marker.size());
+  };
+  if (reason.starts_with("[json.exception."))
+    dropThrough("] ");
+  if (reason.starts_with("parse error"))
+    dropThrough(": ");
   constexpr size_t kLimit = 200;
   std::string out;
   for (char c : reason.substr(0, kLimit)) // "last read: '...'" may quote bytes that are not UTF-8
@@ -521,11 +519,11 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
   }
   if (const auto machine = root.find("machine"); machine != root.end()) {
     MachineDescription m;
-    int64_t cores = 0;
+    int64_t cores = 0, busy = 0;
     constexpr std::string_view at = "machine";
-    if (!reader.object(
-            *machine, at,
-            {"cpu", "isa", "dense", "netc", "cores", "peak_gflops_per_core", "peak_copy_gb_per_second"}) ||
+    if (!reader.object(*machine, at,
+                       {"cpu", "isa", "dense", "netc", "cores", "peak_gflops_per_core",
+                        "peak_copy_gb_per_second", "busy_tasks"}) ||
         !reader.string(*machine, at, "cpu", true, m.cpu) ||
         !reader.string(*machine, at, "isa", false, m.isa) ||
         !reader.string(*machine, at, "dense", false, m.dense) ||
@@ -534,9 +532,12 @@ bool readTable(Reader &reader, const Json &root, CostTable &table) {
         !reader.number(*machine, at, "peak_gflops_per_core", false, kMaxRate / 1e9, "1e9",
                        m.peakGflopsPerCore) ||
         !reader.number(*machine, at, "peak_copy_gb_per_second", false, kMaxBytesPerSecond / 1e9, "1e6",
-                       m.peakCopyGbPerSecond))
+                       m.peakCopyGbPerSecond) ||
+        (machine->contains("busy_tasks") && // optional: tables before it have none
+         !reader.integer(*machine, at, "busy_tasks", 0, 1 << 20, "an integer from 0 to 1048576", busy)))
       return false;
     m.cores = static_cast<int>(cores);
+    m.busyTasks = static_cast<int>(busy);
     table.machine = std::move(m);
   }
   return true;
@@ -715,7 +716,8 @@ std::string costTableJson(const CostTable &table) {
                       {"netc", table.machine->netc},
                       {"cores", table.machine->cores},
                       {"peak_gflops_per_core", table.machine->peakGflopsPerCore},
-                      {"peak_copy_gb_per_second", table.machine->peakCopyGbPerSecond}};
+                      {"peak_copy_gb_per_second", table.machine->peakCopyGbPerSecond},
+                      {"busy_tasks", table.machine->busyTasks}};
   return out.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 

@@ -28,4 +28,8 @@ std::string machineCacheFileName(const MachineDescription &here) {
   return fmt::format("cpu-{:016x}.json", fnv1a64(key));
 }
 
+bool measureAgainWhenQuiet(const MachineDescription &cached, int otherTasksNow) {
+  return cached.busyTasks > 0 && otherTasksNow <= 0;
+}
+
 } // namespace netc::cost

@@ -23,6 +23,11 @@ struct MachineDescription {
   /// The peak probe of netc bench --profile: one thread's multiply-adds in
   /// GFLOP/s and a copy through memory in GB/s (0: not measured). Shown.
   double peakGflopsPerCore = 0, peakCopyGbPerSecond = 0;
+  /// Other tasks that were running while it was measured (the median over
+  /// its measurements of the runnable tasks besides netc's): a table
+  /// measured beside other work may be slower than the machine. Shown, not
+  /// compared; 0 in tables that do not say.
+  int busyTasks = 0;
 };
 
 /// What differs between the machine `table` describes and `here`, one
@@ -33,5 +38,9 @@ std::vector<std::string> machineDifferences(const MachineDescription &table, con
 /// The file name of the cached table of machine `here`: "cpu-" and 16 hex
 /// digits of a hash of what machineDifferences compares, ".json".
 std::string machineCacheFileName(const MachineDescription &here);
+/// Whether netc's cached table of this machine, `cached`, is measured
+/// again now that `otherTasksNow` other tasks run: when it was measured
+/// beside other work and the machine is now quiet. A pure function.
+bool measureAgainWhenQuiet(const MachineDescription &cached, int otherTasksNow);
 
 } // namespace netc::cost

@@ -1,6 +1,7 @@
 // ThreadPolicy.cpp -- the wait policy and thread count choices of
 // ThreadPolicy.h, and the readers of this machine's environment and load.
 #include "runtime/cpu/ThreadPolicy.h"
+#include "support/PrintableText.h"
 
 #include <fmt/format.h>
 
@@ -72,7 +73,22 @@ std::string fileText(const std::string &path) {
 }
 } // namespace
 
+OtherTasksSetting parseOtherTasks(const char *text) {
+  if (!text || !*text)
+    return {};
+  const std::string_view value = text;
+  int count = -1;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), count);
+  if (error != std::errc() || end != value.data() + value.size() || count < 0 || count > kMaxOtherTasks)
+    return {std::nullopt, fmt::format("NETC_OTHER_TASKS must be a whole number from 0 to {} (the other tasks "
+                                      "netc assumes are running), got {}; unset it to read /proc/loadavg",
+                                      kMaxOtherTasks, quotedExcerpt(value))};
+  return {count, {}};
+}
+
 int hostOtherRunnableTasks() {
+  if (const OtherTasksSetting setting = parseOtherTasks(std::getenv("NETC_OTHER_TASKS")); setting.count)
+    return *setting.count;
   const std::string loadavg = fileText("/proc/loadavg");
   if (loadavg.empty())
     return 0;

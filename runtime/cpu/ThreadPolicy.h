@@ -9,6 +9,7 @@
 // starts (tools/netc/Main.cpp), and the run header says what was chosen.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,7 +50,20 @@ std::string hostWaitPolicy();
 int otherRunnableTasks(std::string_view loadavg, int ownRunning);
 /// otherRunnableTasks of this machine's /proc/loadavg and this process's
 /// running threads (/proc/self/task/*/stat); 0 where they are missing.
+/// NETC_OTHER_TASKS, where set to a valid count, is taken instead.
 int hostOtherRunnableTasks();
+
+/// NETC_OTHER_TASKS: the count of other runnable tasks netc assumes instead
+/// of reading /proc/loadavg (which in a container counts the host's), for
+/// `--threads 0` and for whether a cost table was measured beside other
+/// work. `count` where `text` is a whole number from 0 to kMaxOtherTasks;
+/// `error` says why not otherwise; neither where it is unset or empty.
+struct OtherTasksSetting {
+  std::optional<int> count;
+  std::string error;
+};
+inline constexpr int kMaxOtherTasks = 1 << 20;
+OtherTasksSetting parseOtherTasks(const char *text);
 
 /// The threads a backend runs: `requested` when positive; for 0 (all
 /// cores), the cores the other runnable tasks leave free, at least one.

@@ -20,6 +20,10 @@ config.environment["NO_COLOR"] = "1"
 for name in ("OPENBLAS_CORETYPE", "NETC_CPU_ISA"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
+# The other tasks netc assumes are running (for --threads 0, and whether a
+# cost table was measured beside other work): none, so that what a test
+# sees does not depend on the tests running beside it (ctest -j2).
+config.environment["NETC_OTHER_TASKS"] = "0"
 # netc's cache of this machine's cost table, which scripts/test.sh fills
 # before the tests run (lit passes no HOME: without it the cache is off).
 if "NETC_CACHE_DIR" in os.environ:

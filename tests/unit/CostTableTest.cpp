@@ -49,7 +49,7 @@ CostTable sampleTable() {
   table.links[std::string(kIntraNode)] = Link{3.0, 4.1e9, "measured", {{1024, 2, 9.0}, {1 << 20, 2, 200.0}}};
   table.links[std::string(kInterNode)] = Link{30.000000000000004, 1.2e9, "assumed: 10 Gb/s Ethernet", {}};
   table.machine = MachineDescription{
-      "AMD EPYC 9B14 96-Core Processor", "avx2", "netc avx2", "0.1.0", 4, 1.0 / 3.0 * 100, 41.5};
+      "AMD EPYC 9B14 96-Core Processor", "avx2", "netc avx2", "0.1.0", 4, 1.0 / 3.0 * 100, 41.5, 2};
   return table;
 }
 
@@ -111,6 +111,7 @@ TEST(CostTable, RoundTripsThroughJson) {
   EXPECT_EQ(back->machine->cores, table.machine->cores);
   EXPECT_EQ(back->machine->peakGflopsPerCore, table.machine->peakGflopsPerCore);
   EXPECT_EQ(back->machine->peakCopyGbPerSecond, table.machine->peakCopyGbPerSecond);
+  EXPECT_EQ(back->machine->busyTasks, 2);
   EXPECT_EQ(costTableJson(*back), text);
   // The layout the format documents: the version first, 2-space indent, ops in Ops.def order.
   EXPECT_EQ(text.rfind("{\n  \"netc_cost_table\": 1,\n  \"backend\": \"cpu\",", 0), 0u) << text;
@@ -392,6 +393,17 @@ TEST(CostTable, TheMachineIsOptionalAndChecked) {
             0u);
   EXPECT_EQ(refusal([](Json &j) { j["machine"] = "AMD"; }),
             "t.json: machine: must be an object, got a string");
+  // busy_tasks is optional (tables written before it have none: 0) and checked.
+  json = Json::parse(costTableJson(sampleTable()));
+  json["machine"].erase("busy_tasks");
+  netc::Expected<CostTable> older = parseCostTable(json.dump(2), "t.json");
+  ASSERT_TRUE(older.ok()) << older.message();
+  EXPECT_EQ(older->machine->busyTasks, 0);
+  EXPECT_EQ(refusal([](Json &j) { j["machine"]["busy_tasks"] = -1; }),
+            "t.json: machine.busy_tasks: must be an integer from 0 to 1048576, got -1");
+  EXPECT_EQ(
+      refusal([](Json &j) { j["machine"]["busy_tasks"] = "2"; }).rfind("t.json: machine.busy_tasks: ", 0),
+      0u);
 }
 
 TEST(CostTable, TheBuiltinCpuTableNamesItsMachine) {

@@ -92,6 +92,19 @@ TEST(MachineDescription, EachMachineHasItsOwnCacheFile) {
   EXPECT_NE(machineCacheFileName(a), machineCacheFileName(b));
 }
 
+TEST(MachineDescription, ATableMeasuredBesideOtherWorkIsMeasuredAgainOnlyWhenQuiet) {
+  MachineDescription busy = kZen4;
+  busy.busyTasks = 2;
+  EXPECT_TRUE(measureAgainWhenQuiet(busy, 0));
+  EXPECT_FALSE(measureAgainWhenQuiet(busy, 1)); // still busy: the next quiet estimate does
+  EXPECT_FALSE(measureAgainWhenQuiet(busy, 5));
+  EXPECT_FALSE(measureAgainWhenQuiet(kZen4, 0)); // measured on a quiet machine: kept
+  EXPECT_FALSE(measureAgainWhenQuiet(kZen4, 3));
+  // Not a difference of machine: the same file and no "another machine".
+  EXPECT_TRUE(machineDifferences(busy, kZen4).empty());
+  EXPECT_EQ(machineCacheFileName(busy), machineCacheFileName(kZen4));
+}
+
 TEST(MachineDescription, ModelNamesFromRecordedCpuinfo) {
   using netc::runtime::cpu::cpuModelFromCpuinfo;
   EXPECT_EQ(cpuModelFromCpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"

@@ -1,13 +1,17 @@
 // ThreadPolicyTest.cpp -- the CPU backend's thread choices on a busy machine
 // (runtime/cpu/ThreadPolicy.h) as pure functions of recorded cases: netc's
 // OpenMP wait policy only where the user set none, the run header's words
-// for each policy, the other runnable tasks read from /proc/loadavg lines,
+// for each policy, the other runnable tasks read from /proc/loadavg lines
+// (or set by NETC_OTHER_TASKS),
 // the threads `--threads 0` takes beside them, each op's thread count
 // from its measured calls, and the whole-step check that keeps or drops
 // the sharing as the machine's load changes.
 #include "runtime/cpu/ThreadPolicy.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include <vector>
 
@@ -52,6 +56,27 @@ TEST(ThreadPolicy, OtherRunnableTasksComeFromLoadavg) {
   EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3 x/12 5", 1), 0);
   EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3 0/12 5", 1), 0);
   EXPECT_EQ(otherRunnableTasks("0.1 0.2 0.3 99999999999999/12 5", 1), 0); // out of range
+}
+
+TEST(ThreadPolicy, OtherTasksCanBeSetInsteadOfRead) {
+  EXPECT_FALSE(parseOtherTasks(nullptr).count);
+  EXPECT_EQ(parseOtherTasks(nullptr).error, "");
+  EXPECT_FALSE(parseOtherTasks("").count); // set empty: as unset
+  EXPECT_EQ(parseOtherTasks("").error, "");
+  EXPECT_EQ(parseOtherTasks("0").count, 0);
+  EXPECT_EQ(parseOtherTasks("3").count, 3);
+  EXPECT_EQ(parseOtherTasks("1048576").count, kMaxOtherTasks);
+  const std::string expected = "NETC_OTHER_TASKS must be a whole number from 0 to 1048576 (the other tasks "
+                               "netc assumes are running), got '{}'; unset it to read /proc/loadavg";
+  for (const char *bad : {"-1", "1048577", "2.5", "two", " 1", "1 ", "99999999999999999999"}) {
+    const OtherTasksSetting setting = parseOtherTasks(bad);
+    EXPECT_FALSE(setting.count) << bad;
+    EXPECT_EQ(setting.error, fmt::format(fmt::runtime(expected), bad)) << bad;
+  }
+  // A hostile value is shown escaped and cut short.
+  const std::string longValue(500, 'x');
+  EXPECT_LT(parseOtherTasks(longValue.c_str()).error.size(), 250u);
+  EXPECT_EQ(parseOtherTasks("\x1b[31m").error.find('\x1b'), std::string::npos);
 }
 
 TEST(ThreadPolicy, AllCoresMeansTheCoresLeftFree) {

@@ -72,6 +72,11 @@ void settleWaitPolicy(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (const auto others = netc::runtime::cpu::parseOtherTasks(std::getenv("NETC_OTHER_TASKS"));
+      !others.error.empty()) {
+    std::fprintf(stderr, "netc: error: %s\n", others.error.c_str());
+    return netc::cli::kUsageError;
+  }
   settleWaitPolicy(argc, argv);
   CLI::App app{"netc -- a compiler and runner for Net#, the network language of Azure ML"};
   app.set_version_flag("--version", std::string("netc ") + netc::version());
