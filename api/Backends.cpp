@@ -6,6 +6,7 @@
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/DenseKernelChoice.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/ThreadPolicy.h"
 #include "support/Version.h"
 #ifdef NETC_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
@@ -84,6 +85,10 @@ Expected<DeviceChoice> chooseDevice(std::string_view device, std::string_view ba
     return DeviceChoice{"cuda", gpu, ""};
   }
   return fail(fmt::format("--device: '{}' is not cpu, cuda, cuda:N (N a GPU index from 0) or auto", device));
+}
+
+int hostOtherRunnableTasks() {
+  return runtime::cpu::hostOtherRunnableTasks();
 }
 
 std::optional<cost::MachineDescription> describeHostMachine(std::string_view cpuIsa,

@@ -26,6 +26,10 @@ void registerBuiltinBackends();
 std::optional<cost::MachineDescription> describeHostMachine(std::string_view cpuIsa,
                                                             std::string_view denseKernel);
 
+/// The runnable tasks of this machine besides this process (the CPU
+/// backend's count for --threads 0: /proc/loadavg, or NETC_OTHER_TASKS).
+int hostOtherRunnableTasks();
+
 /// Why GPU `device` cannot run netc's CUDA backend (no driver, no such
 /// device, no code for its architecture, a netc built without CUDA), or
 /// nothing when it can.

@@ -16,7 +16,6 @@
 #include "codegen/CostModel.h"
 #include "netc/Estimate.h"
 #include "netc/netc.h"
-#include "runtime/cpu/ThreadPolicy.h"
 #include "runtime/optim/Optimizer.h"
 #include "runtime/train/Evaluate.h"
 #include "runtime/train/ModelState.h"
@@ -658,7 +657,7 @@ CalibrateResult calibrate(const CalibrateSettings &s, CalibrateProgress progress
                                   : fmt::format("{} at batch {} on {} thread(s), {} ranks at once",
                                                 probe.name, batch, t, ranks));
           if (ranks == 1 && !gpu)
-            otherTasks.push_back(runtime::cpu::hostOtherRunnableTasks());
+            otherTasks.push_back(hostOtherRunnableTasks());
           if (Status st = measureProbe(probe, batch, t, s, times[p * batches.size() + b], deviceName); !st)
             return st;
           ++done;

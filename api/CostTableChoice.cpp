@@ -6,7 +6,6 @@
 #include "api/CostTableChoice.h"
 
 #include "api/Backends.h"
-#include "runtime/cpu/ThreadPolicy.h"
 
 #include <fmt/format.h>
 
@@ -129,8 +128,8 @@ Expected<CostTableChoice> chooseCostTable(const CostTableRequest &request) {
       const bool mine =
           cached && cached->machine && cost::machineDifferences(*cached->machine, *here).empty();
       const int busy = mine ? cached->machine->busyTasks : 0;
-      if (mine && (!request.mayMeasure ||
-                   !cost::measureAgainWhenQuiet(*cached->machine, runtime::cpu::hostOtherRunnableTasks())))
+      if (mine &&
+          (!request.mayMeasure || !cost::measureAgainWhenQuiet(*cached->machine, hostOtherRunnableTasks())))
         return CostTableChoice{std::move(*cached), kMachineCostTable, path, busy > 0 ? busyNote(busy) : ""};
       replaced = mine ? fmt::format("the cached table {} was measured while {} other task(s) ran", path, busy)
                  : cached ? fmt::format("the cached table {} describes another machine", path)
