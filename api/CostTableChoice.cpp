@@ -128,8 +128,9 @@ Expected<CostTableChoice> chooseCostTable(const CostTableRequest &request) {
       const bool mine =
           cached && cached->machine && cost::machineDifferences(*cached->machine, *here).empty();
       const int busy = mine ? cached->machine->busyTasks : 0;
-      if (mine &&
-          (!request.mayMeasure || !cost::measureAgainWhenQuiet(*cached->machine, hostOtherRunnableTasks())))
+      // The machine's load is read only for a table measured beside other work.
+      if (mine && (!request.mayMeasure || busy == 0 ||
+                   !cost::measureAgainWhenQuiet(*cached->machine, hostOtherRunnableTasks())))
         return CostTableChoice{std::move(*cached), kMachineCostTable, path, busy > 0 ? busyNote(busy) : ""};
       replaced = mine ? fmt::format("the cached table {} was measured while {} other task(s) ran", path, busy)
                  : cached ? fmt::format("the cached table {} describes another machine", path)

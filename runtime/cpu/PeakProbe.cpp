@@ -49,7 +49,7 @@ std::vector<int64_t> cacheSizes() {
 using Clock = std::chrono::steady_clock;
 
 /// The best of three runs of `probe(steps)` (about 15 ms each, after a
-/// warm-up), in multiply-adds per second: `perStep` of them a step.
+/// warm-up), in FLOPs per second: `perStep` of them a step (two per multiply-add).
 template <class Probe> double bestRate(Probe probe, int64_t steps, double perStep) {
   volatile float sink = probe(steps / 32); // warm up
   double best = 0;
