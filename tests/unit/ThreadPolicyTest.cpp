@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 #include <vector>
@@ -77,6 +78,30 @@ TEST(ThreadPolicy, OtherTasksCanBeSetInsteadOfRead) {
   const std::string longValue(500, 'x');
   EXPECT_LT(parseOtherTasks(longValue.c_str()).error.size(), 250u);
   EXPECT_EQ(parseOtherTasks("\x1b[31m").error.find('\x1b'), std::string::npos);
+  // Seeded mutants of valid counts: each is a count in range or a short message with no control byte.
+  std::mt19937 rng(32);
+  const std::string bytes = std::string("0123456789+-. xe") + char(0x1b) + char(0x80) + char(0xff);
+  for (int i = 0; i < 2000; ++i) {
+    std::string text = std::to_string(rng() % 2000000);
+    for (int edits = 1 + int(rng() % 3); edits > 0; --edits) {
+      const size_t at = rng() % (text.size() + 1);
+      const char byte = bytes[rng() % bytes.size()];
+      if (rng() % 2 && at < text.size())
+        text[at] = byte;
+      else
+        text.insert(at, 1, byte);
+    }
+    const OtherTasksSetting setting = parseOtherTasks(text.c_str());
+    if (setting.count) {
+      EXPECT_TRUE(*setting.count >= 0 && *setting.count <= kMaxOtherTasks) << text;
+      EXPECT_EQ(setting.error, "") << text;
+    } else {
+      ASSERT_NE(setting.error, "") << text; // never empty: the text is not
+      EXPECT_LT(setting.error.size(), 250u) << text;
+      for (char c : setting.error)
+        EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << text;
+    }
+  }
 }
 
 TEST(ThreadPolicy, AllCoresMeansTheCoresLeftFree) {
