@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh -- builds the libFuzzer targets (tests/fuzz/FuzzCheck.cpp and
 # FuzzLsp.cpp) with clang-14, ASan and UBSan in its own build directory, then
-# fuzzes the parser, Sema, passes, dumps and formatter, and then the language
-# server, for a bounded number of runs (and, when asked, seconds) each,
+# fuzzes the parser, Sema, passes, dumps and formatter, and at the same time
+# the language server, for a bounded number of runs (and, when asked, seconds) each,
 # seeded with a copy of examples/*.net and a Net# dictionary. Exits non-zero
 # when libFuzzer finds a crash, leak, timeout or broken invariant; the input
 # is kept under BUILD_DIR/fuzz-artifacts/. Safe to run again (reconfigures
@@ -44,13 +44,18 @@ cmake -S . -B "$dir" -G Ninja \
   -DNETC_BUILD_TESTS=ON -DNETC_BUILD_BENCH=OFF >/dev/null
 ninja -C "$dir" netc_fuzz_check netc_fuzz_lsp
 
+# Scratch folders, removed at exit; the front end's fuzzer, stopped at exit
+# if still running (an interrupted run).
+scratch=()
+check_pid=
+trap '[[ -n $check_pid ]] && kill "$check_pid" 2>/dev/null; rm -rf "${scratch[@]}"' EXIT
 # The corpus: a scratch copy of the examples unless the caller keeps one.
 if [[ -n ${NETC_FUZZ_CORPUS:-} ]]; then
   corpus=$NETC_FUZZ_CORPUS
   mkdir -p "$corpus"
 else
   corpus=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-corpus.XXXXXX")
-  trap 'rm -rf "$corpus"' EXIT
+  scratch+=("$corpus")
 fi
 cp examples/*.net "$corpus"/
 artifacts=$dir/fuzz-artifacts
@@ -58,26 +63,37 @@ mkdir -p "$artifacts"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-status=0
+# The two targets fuzz at the same time (one core each where there are two),
+# each into its own log, printed once both have ended: the front end (parser,
+# Sema, passes, dumps, formatter), then the language server, with the
+# examples as documents.
+lsp_corpus=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-lsp.XXXXXX")
+logs=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-logs.XXXXXX")
+scratch+=("$lsp_corpus" "$logs")
+cp examples/*.net "$lsp_corpus"/
 "$dir/tests/fuzz/netc_fuzz_check" "$corpus" \
   -runs="$runs" -max_total_time="$seconds" -seed="${NETC_FUZZ_SEED:-1}" \
   -dict=tests/fuzz/netsharp.dict -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
-  -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" || status=$?
-if [[ $status -ne 0 ]]; then
-  echo "fuzz.sh: the fuzzer failed (exit $status); inputs that fail are in $artifacts/" >&2
-  ls -l "$artifacts" >&2 || true
-  exit "$status"
-fi
-# The language server: the same bounds, from the examples as documents.
-lsp_corpus=$(mktemp -d "${TMPDIR:-/tmp}/netc-fuzz-lsp.XXXXXX")
-cp examples/*.net "$lsp_corpus"/
+  -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" >"$logs/check.log" 2>&1 &
+check_pid=$!
+lsp_status=0
 "$dir/tests/fuzz/netc_fuzz_lsp" "$lsp_corpus" \
   -runs="$runs" -max_total_time="$seconds" -seed="${NETC_FUZZ_SEED:-1}" -max_len=8192 -timeout=30 -rss_limit_mb=4096 \
-  -artifact_prefix="$artifacts/lsp-" -print_final_stats=1 "$@" || status=$?
-rm -rf "$lsp_corpus"
-if [[ $status -ne 0 ]]; then
-  echo "fuzz.sh: the language-server fuzzer failed (exit $status); inputs that fail are in $artifacts/" >&2
-  ls -l "$artifacts" >&2 || true
-  exit "$status"
-fi
+  -artifact_prefix="$artifacts/lsp-" -print_final_stats=1 "$@" >"$logs/lsp.log" 2>&1 || lsp_status=$?
+check_status=0
+wait "$check_pid" || check_status=$?
+check_pid=
+status=0
+report() { # report NAME LOG STATUS WHAT
+  echo "fuzz.sh: --- $1 ---"
+  cat "$2"
+  if [[ $3 -ne 0 ]]; then
+    echo "fuzz.sh: the $4 failed (exit $3); inputs that fail are in $artifacts/" >&2
+    ls -l "$artifacts" >&2 || true
+    status=$3
+  fi
+}
+report netc_fuzz_check "$logs/check.log" "$check_status" fuzzer
+report netc_fuzz_lsp "$logs/lsp.log" "$lsp_status" "language-server fuzzer"
+[[ $status -eq 0 ]] || exit "$status"
 echo "fuzz.sh: no failure found (at most $runs runs$( ((seconds)) && echo " or $seconds s") per target; libFuzzer's statistics are above)"
