@@ -19,6 +19,15 @@ namespace netc::cli {
 /// Exit statuses of every subcommand.
 enum ExitCode { kSuccess = 0, kInputError = 1, kUsageError = 2 };
 
+/// The exit status of a rank after a failure every rank of the job agreed
+/// on (a bad flag, a refusal of the settings), which rank 0 alone says:
+/// rank 0 returns `code`, the others end cleanly. A non-zero status of
+/// another rank makes mpirun end the job at once, at times before rank 0
+/// has written its message; mpirun then exits with rank 0's status.
+inline int agreedFailureStatus(bool rankZero, int code) {
+  return rankZero ? code : kSuccess;
+}
+
 /// Prints "netc: error: MESSAGE" on stderr, the message's control bytes
 /// escaped but its newlines kept (support/PrintableText.h): messages name the
 /// user's files, whose names may hold terminal escapes.

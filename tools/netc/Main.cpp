@@ -101,8 +101,8 @@ int main(int argc, char **argv) {
     // A bad flag is the same on every rank of a job (mpirun, srun): said by rank 0 alone.
     const netc::LaunchResult launch = netc::launchFromEnvironment();
     const bool otherRank = launch.ok() && launch.launch.rank > 0 && e.get_exit_code() != 0;
-    int code = otherRank ? e.get_exit_code() : app.exit(e);
-    exitCode = code == 0 ? 0 : netc::cli::kUsageError;
+    const int code = otherRank ? e.get_exit_code() : app.exit(e);
+    exitCode = code == 0 ? 0 : netc::cli::agreedFailureStatus(!otherRank, netc::cli::kUsageError);
   }
   return finishStandardOutput(exitCode);
 }

@@ -56,15 +56,6 @@ char gTerminatedNote[256] = "";
 std::atomic<bool> gEnding{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
 
-/// The exit status of a rank after a failure every rank of the job agreed
-/// on, which rank 0 alone says: rank 0 returns `code`, the others end
-/// cleanly. A non-zero status of another rank makes mpirun end the job at
-/// once, at times before rank 0 has written its message; mpirun then exits
-/// with rank 0's status.
-int agreedFailureStatus(bool rankZero, int code) {
-  return rankZero ? code : kSuccess;
-}
-
 /// What is on disk, for a process that ends at once: "netc: X holds the run
 /// after step S; continue with: ..." once a checkpoint exists. Two buffers,
 /// the one being rewritten never the one a signal handler may read.
