@@ -9,6 +9,7 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LaneVector.h"
 #include "runtime/optim/Optimizer.h"
+#include "runtime/optim/UpdateLoops.h"
 
 #include <omp.h>
 
@@ -585,7 +586,8 @@ constexpr int64_t kUpdateLine = 16;
 
 // The fused update over the trained range of the flat arenas, unless a loss
 // of this logging interval was not finite (the trainer then reports where).
-// The update is element-wise, so each thread's range gives the same result.
+// The update is element-wise, so each thread's range gives the same result;
+// its loops (UpdateLoops.h) vectorise for this file's instruction set.
 void Update(const KernelCall &c) {
   const auto &a = c.op.get<plan::UpdateAttrs>();
   if (c.in(2)[static_cast<int>(plan::Metric::FirstBadStep)] != 0)
@@ -602,7 +604,7 @@ void Update(const KernelCall &c) {
     float *range[plan::kMaxStateSlots];
     for (size_t s = 0; s < plan::kMaxStateSlots; ++s)
       range[s] = state[s] ? state[s] + first : nullptr;
-    optim::update(a.rule, c.out(0) + first, c.in(0) + first, range, last - first, c.in(1));
+    optim::updateLoops(a.rule, c.out(0) + first, c.in(0) + first, range, last - first, c.in(1));
   }
 }
 

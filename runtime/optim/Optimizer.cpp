@@ -1,11 +1,13 @@
-// Optimizer.cpp -- the optimizer update (fast float loops over the element
-// functions of UpdateMath.h, and naive double references), the step scalars,
-// the name and state tables derived from Optimizers.def, and hyperparameter
-// validation. The fast loops choose the element function once, outside the
-// loop, so the loop bodies are branch-free and vectorise (the target is
-// built with -fno-math-errno so sqrt does too); the references follow the
-// formulas in Optimizer.h literally, one element at a time, in double.
+// Optimizer.cpp -- the optimizer update (the fast float loops of
+// UpdateLoops.h for the baseline instruction set, and naive double
+// references), the step scalars, the name and state tables derived from
+// Optimizers.def, and hyperparameter validation. The fast loops choose the
+// element function once, outside the loop, so the loop bodies are
+// branch-free and vectorise (the target is built with -fno-math-errno so
+// sqrt does too); the references follow the formulas in Optimizer.h
+// literally, one element at a time, in double.
 #include "runtime/optim/Optimizer.h"
+#include "runtime/optim/UpdateLoops.h"
 #include "runtime/optim/UpdateMath.h"
 #include "support/NumberText.h"
 
@@ -164,42 +166,9 @@ std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, fl
   return scalars;
 }
 
-void update(const UpdateRule &rule, float *__restrict weights, const float *__restrict gradients,
-            float *const *state, int64_t count, const float *scalars) {
-  assert(count >= 0);
-  if (count == 0)
-    return; // weights and state may be null
-  const StepConstants c = stepConstants(rule, scalars);
-  float *__restrict w = weights;
-  const float *__restrict g = gradients;
-  const UpdateVariant variant = updateVariant(rule);
-  const int slots = variant == UpdateVariant::Sgd                                                    ? 0
-                    : variant == UpdateVariant::SgdMomentum || variant == UpdateVariant::SgdNesterov ? 1
-                                                                                                     : 2;
-  float *__restrict s0 = slots > 0 ? state[0] : nullptr;
-  float *__restrict s1 = slots > 1 ? state[1] : nullptr;
-  switch (variant) {
-  case UpdateVariant::Sgd:
-    for (int64_t i = 0; i < count; ++i)
-      sgdElement(w[i], g[i], c);
-    break;
-  case UpdateVariant::SgdMomentum:
-    for (int64_t i = 0; i < count; ++i)
-      sgdMomentumElement(w[i], g[i], s0[i], c);
-    break;
-  case UpdateVariant::SgdNesterov:
-    for (int64_t i = 0; i < count; ++i)
-      sgdNesterovElement(w[i], g[i], s0[i], c);
-    break;
-  case UpdateVariant::Adam:
-    for (int64_t i = 0; i < count; ++i)
-      adamElement(w[i], g[i], s0[i], s1[i], c);
-    break;
-  case UpdateVariant::AdaDelta:
-    for (int64_t i = 0; i < count; ++i)
-      adaDeltaElement(w[i], g[i], s0[i], s1[i], c);
-    break;
-  }
+void update(const UpdateRule &rule, float *weights, const float *gradients, float *const *state,
+            int64_t count, const float *scalars) {
+  updateLoops(rule, weights, gradients, state, count, scalars);
 }
 
 void referenceUpdate(const UpdateRule &rule, float *weights, const float *gradients, float *const *state,

@@ -1,7 +1,7 @@
 // Optimizer.h -- the host side of the training plan's fused update op
 // (docs/architecture.md §Data, optimizers and training): the step over flat
-// float arrays (the loops of the element functions in UpdateMath.h, which
-// device code shares), a naive
+// float arrays (UpdateLoops.h's loops of the element functions in
+// UpdateMath.h, which device code shares), a naive
 // double-precision reference that the numeric tests compare it against, the
 // per-step scalars the host writes before each step, the per-optimizer state
 // layout (how many zero-initialised float arrays, each the size of the
@@ -63,7 +63,9 @@ std::array<float, plan::kStepScalarCount> stepScalars(const UpdateRule &rule, fl
 /// state arrays `state[0 .. stateSlots)` (may be null when there are none; all
 /// pointers may be null when count is 0), with the learning rate and Adam's
 /// bias corrections of the step scalars `scalars` (stepScalars()). Float
-/// arithmetic (UpdateMath.h), branch-free inner loops.
+/// arithmetic (UpdateMath.h), branch-free inner loops (UpdateLoops.h, here
+/// for the baseline instruction set; the CPU backend's kernel tables
+/// compile their own).
 ///  - SGD (PyTorch): g' = g + wd w; with momentum mu: v = mu v + g',
 ///    d = nesterov ? g' + mu v : v, w -= lr d; without: w -= lr g'.
 ///  - Adam: g' as above; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;

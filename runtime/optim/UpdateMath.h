@@ -15,6 +15,10 @@
 #include <cstdint>
 
 namespace netc::optim {
+// Internal linkage, as in runtime/core/HostDevice.h: each of the CPU's
+// per-instruction-set kernel tables compiles its own copy (UpdateLoops.h),
+// so no copy built for one set is linked into another's code.
+namespace {
 
 /// The constants of one optimizer step: the rule's hyperparameters and the
 /// step scalars, folded the way the element functions use them.
@@ -115,4 +119,5 @@ NETC_HOST_DEVICE inline void updateElement(UpdateVariant variant, int64_t i, flo
   }
 }
 
+} // namespace
 } // namespace netc::optim
