@@ -27,8 +27,10 @@ export CUDAARCHS=${CUDAARCHS:-90}
 # less compile time than -O1 (which was half of -O2 -g's), for tests that run
 # about as fast.
 # A unity build (each library's files compiled as one, the tests' 8 at a
-# time): 40% less again. The fuzzers' tree (scripts/fuzz.sh) compiles the libraries one
-# file at a time, so a missing #include still fails here.
+# time): 40% less again. The fuzzers' tree (scripts/fuzz.sh) is one too, so
+# no tree here compiles a file alone: a file missing an #include that
+# another file of its library's unit brings in is not caught (a plain
+# `cmake -B build` without -DCMAKE_UNITY_BUILD=ON would show it).
 # The CPU kernels and optimiser loops at -O2 (NETC_KERNEL_FLAGS,
 # cmake/NetcOptions.cmake): the tests that train spend most of their time there.
 NETC_BUILD_TYPE=RelWithDebInfo scripts/build.sh build-test -DNETC_SANITIZE=address,undefined -DNETC_BUILD_BENCH=OFF \
