@@ -19,6 +19,8 @@
 // ascending order (within a pair VDPBF16PS adds the odd k's product first,
 // each addition rounded), on one thread: the bits do not depend on the
 // thread count or the tiles.
+#include "runtime/cpu/BalancedTiles.h"
+#include "runtime/cpu/Bf16Pairs.h"
 #include "runtime/cpu/LaneVector.h"
 
 #include <immintrin.h>
@@ -28,10 +30,6 @@
 #include <array>
 #include <cstdint>
 #include <utility>
-
-#if !defined(__AVX512BF16__)
-#error "compile with -mavx512bf16 (runtime/cpu/CMakeLists.txt)"
-#endif
 
 namespace netc::runtime::cpu::bf16 {
 
@@ -44,38 +42,8 @@ constexpr int kTileRows = 12, kTileVectors = 2;
 /// in the first-level cache while the block's row tiles reuse them).
 constexpr int64_t kPairBlock = 96;
 
-int64_t pairsOf(int64_t k) {
-  return (k + 1) / 2;
-}
 int64_t roundUpToChunk(int64_t n) {
   return (n + kLaneChunk - 1) / kLaneChunk * kLaneChunk;
-}
-
-/// Mask of the first `count` of 16 lanes (count may exceed 16 or be ≤ 0).
-__mmask16 firstOf16(int64_t count) {
-  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
-}
-
-/// Word j = bf16(even[j]) | bf16(odd[j]) << 16: two rows of k interleaved
-/// (one conversion of both into 32 bf16 values, even's first, then one
-/// permutation of the 16-bit halves).
-__m512i interleavedPairs(__m512 even, __m512 odd) {
-  const __m512i converted = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
-  // Half 2j of the result is even's j (half j), half 2j + 1 odd's (half 16 + j).
-  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
-                                         22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(order, converted);
-}
-/// Word j = bf16(x[2j]) | bf16(x[2j + 1]) << 16 for the 32 values from x, of
-/// which only the first `count` are read (the others count as 0).
-__m512i adjacentPairs(const float *x, int64_t count) {
-  const __m512 low = _mm512_maskz_loadu_ps(firstOf16(count), x);
-  const __m512 high = _mm512_maskz_loadu_ps(firstOf16(count - 16), x + 16);
-  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low));
-}
-
-void storeWords(uint32_t *p, __m512i words) {
-  _mm512_storeu_si512(p, words);
 }
 
 /// Rows `rows` of `n` floats (row stride ld) as pair words along the row:
@@ -212,14 +180,9 @@ template <PairLayout Layout, class Pack> void packAndRun(const PairProduct &p, i
   }
 }
 
-/// Items [first, last) of `total` for thread `thread` of `count`.
-std::pair<int64_t, int64_t> shareOf(int64_t total, int64_t thread, int64_t count) {
-  return {total * thread / count, total * (thread + 1) / count};
-}
-
 } // namespace
 
-size_t workspaceBytes(const plan::Op &op, int64_t lanes) {
+size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads) {
   if (lanes <= 0)
     return 0;
   const auto words = [](int64_t n) { return size_t(n) * sizeof(uint32_t); };
@@ -238,7 +201,7 @@ size_t workspaceBytes(const plan::Op &op, int64_t lanes) {
     const auto &a = op.get<plan::DenseAttrs>();
     return words(pairsOf(lanes) * a.outputs + roundUpToChunk(pairsOf(lanes)) * roundUpToChunk(a.inputs));
   }
-  default: return 0;
+  default: return convolutionWorkspaceBytes(op, lanes, threads);
   }
 }
 
@@ -369,12 +332,7 @@ float productProbe(int64_t steps) {
   __m512 total = _mm512_setzero_ps();
   for (int j = 0; j < kChains; ++j)
     total = _mm512_add_ps(total, acc[j]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, total);
-  float sum = 0;
-  for (float lane : lanes)
-    sum += lane;
-  return sum;
+  return sumOf16(total);
 }
 
 int productProbeChains() {

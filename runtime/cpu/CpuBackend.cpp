@@ -215,12 +215,16 @@ public:
     if (options_.bf16Products && reference_) {
       setDenseKernels(&cpu::reference::Bf16Dense, &cpu::reference::Bf16DenseGradWeights,
                       &cpu::reference::Bf16DenseGradInput);
+      setConvolutionKernels(&cpu::reference::Bf16Convolution, &cpu::reference::Bf16ConvolutionGradWeights,
+                            &cpu::reference::Bf16ConvolutionGradInput);
     } else if (options_.bf16Products) {
       if (std::string refusal = cpu::bf16Refusal(cpu::hostCpuFeatures(), kernels_->name, dense_.kind);
           !refusal.empty())
         return fail(std::move(refusal));
 #if defined(__x86_64__)
       setDenseKernels(&cpu::bf16::Dense, &cpu::bf16::DenseGradWeights, &cpu::bf16::DenseGradInput);
+      setConvolutionKernels(&cpu::bf16::Convolution, &cpu::bf16::ConvolutionGradWeights,
+                            &cpu::bf16::ConvolutionGradInput);
       dense_.label += " bf16";
 #endif
     }
@@ -252,7 +256,7 @@ public:
       workspace = std::max(workspace, cpu::workspaceBytes(plan.ops[i], lanes_, threads()));
 #if defined(__x86_64__)
       if (options_.bf16Products)
-        workspace = std::max(workspace, cpu::bf16::workspaceBytes(plan.ops[i], lanes_));
+        workspace = std::max(workspace, cpu::bf16::workspaceBytes(plan.ops[i], lanes_, threads()));
 #endif
       opThreads_[i] = opThreadCount(plan, plan.ops[i], maxBatch);
       // An op large enough to share has its thread count measured in its
@@ -265,7 +269,8 @@ public:
       // An op fused into the op before it has no calls of its own.
       if (i > 0 && fusesNext_[i - 1])
         tuning_[i].active = false;
-      else if (!reference_ && (fusableActivation(plan, i) || fusableBiasGradient(plan, i)))
+      else if (!reference_ &&
+               (fusableActivation(plan, i) || (!options_.bf16Products && fusableBiasGradient(plan, i))))
         fusesNext_[i] = true;
       tuningLeft_ += tuning_[i].active ? 1 : 0;
       if (plan::opRole(plan.ops[i].kind) == plan::OpRole::Communication)
@@ -450,6 +455,12 @@ private:
     kernelList_[static_cast<int>(plan::OpKind::Dense)] = dense;
     kernelList_[static_cast<int>(plan::OpKind::DenseGradWeights)] = gradWeights;
     kernelList_[static_cast<int>(plan::OpKind::DenseGradInput)] = gradInput;
+  }
+
+  void setConvolutionKernels(cpu::Kernel convolution, cpu::Kernel gradWeights, cpu::Kernel gradInput) {
+    kernelList_[static_cast<int>(plan::OpKind::Convolution)] = convolution;
+    kernelList_[static_cast<int>(plan::OpKind::ConvolutionGradWeights)] = gradWeights;
+    kernelList_[static_cast<int>(plan::OpKind::ConvolutionGradInput)] = gradInput;
   }
 
   int threads() const {

@@ -6,6 +6,7 @@
 // slices and optimizer updates. Threads split outputs, or batch columns where
 // outputs are shared; every value is summed in a fixed order, so results do
 // not depend on the thread count.
+#include "runtime/cpu/BalancedTiles.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LaneVector.h"
 #include "runtime/optim/Optimizer.h"
@@ -38,19 +39,6 @@ LaneMask chunkMask(const KernelCall &c, int64_t chunk) {
 constexpr int64_t kMapTile = 12;
 /// Weight-gradient tiles: at most kGradMapTile maps × kCellTile window cells.
 constexpr int64_t kGradMapTile = 5, kCellTile = 4;
-
-/// [first, first + size) of tile `index` when `count` items are split into
-/// the fewest tiles of at most `limit`, their sizes differing by at most one.
-struct Tile {
-  int64_t first, size;
-};
-int64_t tileCount(int64_t count, int64_t limit) {
-  return (count + limit - 1) / limit;
-}
-Tile tileOf(int64_t index, int64_t count, int64_t limit) {
-  const int64_t tiles = tileCount(count, limit), base = count / tiles, extra = count % tiles;
-  return {index * base + std::min(index, extra), base + (index < extra ? 1 : 0)};
-}
 
 /// Chunks of batch columns a convolution tile computes at once: with
 /// AVX-512's 32 registers, two chunks of up to 12 maps' accumulators, so each

@@ -139,21 +139,28 @@ void DenseGradInput(const KernelCall &call);
 } // namespace blas
 
 #if defined(__x86_64__)
-/// The dense products of `--precision bf16` (Bf16DenseKernels.cpp, built
-/// for AVX-512 with AVX512-BF16): both factors rounded to bfloat16, the sums
+/// The products of `--precision bf16`, built for AVX-512 with AVX512-BF16:
+/// the dense ones (Bf16DenseKernels.cpp) and the convolutions
+/// (Bf16ConvolutionKernels.cpp), both factors rounded to bfloat16, the sums
 /// in FP32. The backend runs them in place of the fast table's own only
 /// where bf16Refusal (DenseKernelChoice.h) finds nothing against it.
 namespace bf16 {
 void Dense(const KernelCall &call);
 void DenseGradWeights(const KernelCall &call);
 void DenseGradInput(const KernelCall &call);
+void Convolution(const KernelCall &call);
+void ConvolutionGradWeights(const KernelCall &call);
+void ConvolutionGradInput(const KernelCall &call);
 /// The workspace the bf16 kernel of `op` needs (its packed factors) at
-/// feature-major row length `lanes`; 0 for the other ops.
-size_t workspaceBytes(const plan::Op &op, int64_t lanes);
+/// feature-major row length `lanes` on `threads` threads; 0 for the other
+/// ops. convolutionWorkspaceBytes: the same for the convolutions alone.
+size_t workspaceBytes(const plan::Op &op, int64_t lanes, int threads);
+size_t convolutionWorkspaceBytes(const plan::Op &op, int64_t lanes, int threads);
 /// The ops these kernels replace: what --precision bf16 rounds, held to
 /// the bf16 peak in `netc bench --profile`'s roofline.
-inline constexpr plan::OpKind kProductKinds[] = {plan::OpKind::Dense, plan::OpKind::DenseGradWeights,
-                                                 plan::OpKind::DenseGradInput};
+inline constexpr plan::OpKind kProductKinds[] = {
+    plan::OpKind::Dense,       plan::OpKind::DenseGradWeights,       plan::OpKind::DenseGradInput,
+    plan::OpKind::Convolution, plan::OpKind::ConvolutionGradWeights, plan::OpKind::ConvolutionGradInput};
 /// The peak probe of these products: `steps` rounds of productProbeChains()
 /// independent VDPBF16PS, each 16 lanes of two multiply-adds (the kernels'
 /// register tile); returns their sum (so none is dropped).
@@ -169,11 +176,14 @@ float roundToBf16(float x);
 
 namespace reference {
 /// The bf16 reference (`--backend cpu-reference --precision bf16`): the
-/// reference dense ops with both factors of every product through
-/// roundToBf16, summed in double.
+/// reference dense and convolution products with both factors of every
+/// product through roundToBf16, summed in double.
 void Bf16Dense(const KernelCall &call);
 void Bf16DenseGradWeights(const KernelCall &call);
 void Bf16DenseGradInput(const KernelCall &call);
+void Bf16Convolution(const KernelCall &call);
+void Bf16ConvolutionGradWeights(const KernelCall &call);
+void Bf16ConvolutionGradInput(const KernelCall &call);
 } // namespace reference
 
 /// The instruction sets the fast table was built for that this processor

@@ -144,8 +144,11 @@ void SparseGradInput(const KernelCall &c) {
   }
 }
 
+namespace {
+// The convolution products with each product's factors through Factor
+// (exactly, or roundToBf16 for the bf16 reference); the biases stay FP32.
 // Convolution: output scatter[m·U+u][p] = bias(m,u) + Σ_k W(m,u)[k] · x[gather[u][p][k]].
-void Convolution(const KernelCall &c) {
+template <float (*Factor)(float)> void convolutionOf(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const float *w = c.in(1), *bias = c.in(4);
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
@@ -158,13 +161,13 @@ void Convolution(const KernelCall &c) {
           for (int64_t k = 0; k < a.window; ++k) {
             int32_t s = gather[(u * a.positions + p) * a.window + k];
             if (s >= 0)
-              sum += double(kernel[k]) * c.in(0)[b * a.inputs + s];
+              sum += double(Factor(kernel[k])) * Factor(c.in(0)[b * a.inputs + s]);
           }
           store(c.out()[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]], sum, c.op.accumulate);
         }
 }
 
-void ConvolutionGradWeights(const KernelCall &c) {
+template <float (*Factor)(float)> void convolutionGradWeightsOf(const KernelCall &c) {
   const auto &a = c.op.get<plan::ConvAttrs>();
   const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
   double *sum = static_cast<double *>(c.workspace); // a.window
@@ -173,16 +176,58 @@ void ConvolutionGradWeights(const KernelCall &c) {
       std::fill(sum, sum + a.window, 0.0);
       for (int64_t b = 0; b < c.batch; ++b)
         for (int64_t p = 0; p < a.positions; ++p) {
-          const double g = c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
+          const double g = Factor(c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]]);
           for (int64_t k = 0; k < a.window; ++k) {
             int32_t s = gather[(u * a.positions + p) * a.window + k];
             if (s >= 0)
-              sum[k] += g * c.in(1)[b * a.inputs + s];
+              sum[k] += g * Factor(c.in(1)[b * a.inputs + s]);
           }
         }
       for (int64_t k = 0; k < a.window; ++k)
         store(c.out()[(m * a.groups + u) * a.window + k], sum[k], c.op.accumulate);
     }
+}
+
+template <float (*Factor)(float)> void convolutionGradInputOf(const KernelCall &c) {
+  const auto &a = c.op.get<plan::ConvAttrs>();
+  const float *w = c.in(1);
+  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
+  double *sum = static_cast<double *>(c.workspace); // a.inputs
+  for (int64_t b = 0; b < c.batch; ++b) {
+    std::fill(sum, sum + a.inputs, 0.0);
+    for (int64_t m = 0; m < a.maps; ++m)
+      for (int64_t u = 0; u < a.groups; ++u)
+        for (int64_t p = 0; p < a.positions; ++p) {
+          const double g = Factor(c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]]);
+          for (int64_t k = 0; k < a.window; ++k) {
+            int32_t s = gather[(u * a.positions + p) * a.window + k];
+            if (s >= 0)
+              sum[s] += g * Factor(w[(m * a.groups + u) * a.window + k]);
+          }
+        }
+    for (int64_t s = 0; s < a.inputs; ++s)
+      store(c.out()[b * a.inputs + s], sum[s], c.op.accumulate);
+  }
+}
+} // namespace
+
+void Convolution(const KernelCall &c) {
+  convolutionOf<exactly>(c);
+}
+void ConvolutionGradWeights(const KernelCall &c) {
+  convolutionGradWeightsOf<exactly>(c);
+}
+void ConvolutionGradInput(const KernelCall &c) {
+  convolutionGradInputOf<exactly>(c);
+}
+void Bf16Convolution(const KernelCall &c) {
+  convolutionOf<roundToBf16>(c);
+}
+void Bf16ConvolutionGradWeights(const KernelCall &c) {
+  convolutionGradWeightsOf<roundToBf16>(c);
+}
+void Bf16ConvolutionGradInput(const KernelCall &c) {
+  convolutionGradInputOf<roundToBf16>(c);
 }
 
 void ConvolutionGradBias(const KernelCall &c) {
@@ -196,28 +241,6 @@ void ConvolutionGradBias(const KernelCall &c) {
           sum += c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
       store(c.out()[m * a.groups + u], sum, c.op.accumulate);
     }
-}
-
-void ConvolutionGradInput(const KernelCall &c) {
-  const auto &a = c.op.get<plan::ConvAttrs>();
-  const float *w = c.in(1);
-  const int32_t *gather = c.inTable(2), *scatter = c.inTable(3);
-  double *sum = static_cast<double *>(c.workspace); // a.inputs
-  for (int64_t b = 0; b < c.batch; ++b) {
-    std::fill(sum, sum + a.inputs, 0.0);
-    for (int64_t m = 0; m < a.maps; ++m)
-      for (int64_t u = 0; u < a.groups; ++u)
-        for (int64_t p = 0; p < a.positions; ++p) {
-          const double g = c.in(0)[b * a.outputs + scatter[(m * a.groups + u) * a.positions + p]];
-          for (int64_t k = 0; k < a.window; ++k) {
-            int32_t s = gather[(u * a.positions + p) * a.window + k];
-            if (s >= 0)
-              sum[s] += g * w[(m * a.groups + u) * a.window + k];
-          }
-        }
-    for (int64_t s = 0; s < a.inputs; ++s)
-      store(c.out()[b * a.inputs + s], sum[s], c.op.accumulate);
-  }
 }
 
 void AddBias(const KernelCall &c) {

@@ -24,6 +24,7 @@
 #include "PlanHarness.h"
 #include "TestNetworks.h"
 
+#include <array>
 #include <bit>
 #include <cmath>
 
@@ -35,18 +36,54 @@ using plan::OpKind;
 bool isDenseProduct(OpKind kind) {
   return kind == OpKind::Dense || kind == OpKind::DenseGradWeights || kind == OpKind::DenseGradInput;
 }
-
-/// The terms k each output of dense op `op` sums, and its blocks of outputs.
-std::pair<int64_t, int64_t> termsAndBlocks(const plan::Op &op, int64_t batch) {
-  const auto &a = op.get<plan::DenseAttrs>();
-  int64_t blocks = 0;
-  plan::forEachDenseBlock(a, [&](int64_t, int64_t) { ++blocks; });
-  const int64_t k = op.kind == OpKind::Dense            ? a.inputs
-                    : op.kind == OpKind::DenseGradInput ? a.outputs
-                                                        : batch;
-  return {k, op.kind == OpKind::DenseGradInput ? blocks : 1};
+bool isConvolutionProduct(OpKind kind) {
+  return kind == OpKind::Convolution || kind == OpKind::ConvolutionGradWeights ||
+         kind == OpKind::ConvolutionGradInput;
+}
+/// The ops whose products --precision bf16 rounds.
+bool isBf16Product(OpKind kind) {
+  return isDenseProduct(kind) || isConvolutionProduct(kind);
 }
 
+/// How far the fast bf16 kernel of a product op may be from the bf16
+/// reference: `depth`, the most rounded additions any one term of an
+/// output goes through (a sum whose terms each go through at most n
+/// roundings is within γ_n·S of the exact sum), and `products`, the most
+/// products an output sums (each flushed below 2^-126 at worst).
+struct ProductTerms {
+  int64_t depth, products;
+};
+ProductTerms termsOf(const plan::Plan &plan, const plan::Op &op, int64_t batch) {
+  if (isDenseProduct(op.kind)) {
+    // Dense: one running sum over k, plus one rounding per block of
+    // outputs for the input gradient (the reference's too).
+    const auto &a = op.get<plan::DenseAttrs>();
+    int64_t blocks = 0;
+    plan::forEachDenseBlock(a, [&](int64_t, int64_t) { ++blocks; });
+    const int64_t k = op.kind == OpKind::Dense            ? a.inputs
+                      : op.kind == OpKind::DenseGradInput ? a.outputs
+                                                          : batch;
+    return {k + (op.kind == OpKind::DenseGradInput ? blocks : 1), k};
+  }
+  const auto &a = op.get<plan::ConvAttrs>();
+  switch (op.kind) {
+  case OpKind::Convolution: // the bias, then the window's products, then the value accumulated into
+    return {a.window + 2, a.window};
+  case OpKind::ConvolutionGradInput: {
+    // Each (group, position) whose window holds input s adds its sum over
+    // the maps to dx[s]: the maps' additions, then one per such window.
+    const std::vector<int32_t> &gather = plan.buffers[static_cast<size_t>(op.in[2])].table;
+    std::vector<int64_t> hits(static_cast<size_t>(a.inputs), 0);
+    for (int32_t node : gather)
+      if (node >= 0)
+        ++hits[static_cast<size_t>(node)];
+    const int64_t most = *std::max_element(hits.begin(), hits.end());
+    return {a.maps + most + 1, a.maps * most};
+  }
+  default: // the weight gradient: per lane, two samples a step over the positions, then the 16 lanes in turn
+    return {a.positions * 2 * ((batch + 31) / 32) + 17, a.positions * batch};
+  }
+}
 State absoluteValues(State state) {
   for (std::vector<float> &values : state)
     for (float &v : values)
@@ -111,10 +148,12 @@ TEST(Bf16, RoundingIsToNearestEvenAsTheHardwareRounds) {
 /// each op from the reference's state. Dense products are held to the bf16
 /// bound, every other op to the FP32 parity tolerance, and 2 threads must
 /// give 1 thread's bits.
-void bf16OpsMatchTheirReference(const NetCase &net, const std::vector<int64_t> &batches) {
+/// Returns how many dense and convolution outputs it held to the bound.
+std::array<int, 2> bf16OpsMatchTheirReference(const NetCase &net, const std::vector<int64_t> &batches) {
   Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
   const plan::Plan &plan = compiled.plan;
   double worst = 0;
+  std::array<int, 2> checked{};
   for (int64_t batch : batches) {
     SCOPED_TRACE(fmt::format("batch {}", batch));
     Machine reference(plan, batch, {1, true, {}, {}, true});
@@ -132,7 +171,7 @@ void bf16OpsMatchTheirReference(const NetCase &net, const std::vector<int64_t> &
         m->restore(before);
         m->run(i, i + 1);
       }
-      if (isDenseProduct(op.kind)) {
+      if (isBf16Product(op.kind)) {
         sums.restore(absoluteValues(before));
         sums.run(i, i + 1);
       }
@@ -141,18 +180,20 @@ void bf16OpsMatchTheirReference(const NetCase &net, const std::vector<int64_t> &
             describeOp(plan, i) + " output " + plan.buffers[static_cast<size_t>(out)].name;
         const std::vector<float> r = reference.read(out), f1 = one.read(out), f2 = two.read(out);
         EXPECT_TRUE(bitIdentical(what + " (2 threads vs 1)", f2, f1));
-        if (!isDenseProduct(op.kind)) {
+        if (!isBf16Product(op.kind)) {
           EXPECT_TRUE(valuesClose(what, f1, r));
           continue;
         }
-        const auto [k, blocks] = termsAndBlocks(op, batch);
-        const double u = std::ldexp(1.0, -24), gamma = double(k) * u / (1 - double(k) * u);
-        EXPECT_TRUE(withinBound(what, f1, r, sums.read(out), gamma + double(blocks + 1) * u,
-                                double(k) * std::ldexp(1.0, -126), worst));
+        const ProductTerms terms = termsOf(plan, op, batch);
+        const double u = std::ldexp(1.0, -24), n = double(terms.depth), gamma = n * u / (1 - n * u);
+        EXPECT_TRUE(withinBound(what, f1, r, sums.read(out), gamma + u,
+                                double(terms.products) * std::ldexp(1.0, -126), worst));
+        ++checked[isDenseProduct(op.kind) ? 0 : 1];
       }
     }
   }
   ::testing::Test::RecordProperty("worst_ratio", std::to_string(worst));
+  return checked;
 }
 
 /// The sizes of KernelParityTest's odd-size dense test (every tile edge
@@ -174,21 +215,52 @@ TEST(Bf16, DenseProductsMatchTheBf16ReferenceWithinTheirBound) {
          {}},
         {1, 19, 37, 203});
   }
-  bf16OpsMatchTheirReference({"seed", readFile(sourcePath("examples/mnist.net")), {}}, {3, 128});
+  const std::array<int, 2> seed =
+      bf16OpsMatchTheirReference({"seed", readFile(sourcePath("examples/mnist.net")), {}}, {3, 128});
+  EXPECT_GT(seed[0], 0);
 }
 
-/// The bf16 reference's dense products against the FP32 reference's, from
-/// the same state: within the rounding bound, and not equal (the factors
-/// were rounded). Needs no AVX512-BF16: both are reference kernels.
-TEST(Bf16, ReferenceIsTheFp32ReferenceWithinTheRoundingBound) {
-  const NetCase net{"odd", "input I [37]; hidden H [29] from I all; output O [5] from H all;", {}};
+/// The convolutions' products: every kernel kind of TestNetworks.h (2-D,
+/// multi-channel, grouped, 3-D, locally connected; padding's dummy cells,
+/// odd windows and map counts), random geometries, and the seed network's
+/// two at batch 128 (whole pairs of chunks; the first's weight gradient
+/// converts its rows as read, the second's copies them to bf16 first), and
+/// the gradients accumulating -- odd batches for the partial
+/// chunk and the weight gradient's odd pair of samples.
+TEST(Bf16, ConvolutionProductsMatchTheBf16ReferenceWithinTheirBound) {
+  if (!hostRunsBf16())
+    GTEST_SKIP() << "this processor has no AVX512-BF16 (or netc was built without the avx512 table): "
+                    "--precision bf16 is refused here";
+  std::vector<NetCase> nets = {{"conv2d", kConv2dNet, {}},   {"multi_channel", kMultiChannelNet, {}},
+                               {"grouped", kGroupedNet, {}}, {"conv3d", kConv3dNet, {}},
+                               {"local", kLocalNet, {}},     {"pool", kPoolNet, {}}};
+  for (uint32_t seed = 1; seed <= 6; ++seed)
+    nets.push_back(randomGeometryNetwork(seed));
+  NetCase accumulating{"conv2d_accumulate", kConv2dNet, {}}; // every gradient op adding
+  accumulating.accumulate = true;
+  nets.push_back(accumulating);
+  int convolutions = 0;
+  for (const NetCase &net : nets) {
+    SCOPED_TRACE(net.name);
+    convolutions += bf16OpsMatchTheirReference(net, {1, 19, 37})[1];
+  }
+  SCOPED_TRACE("seed");
+  convolutions +=
+      bf16OpsMatchTheirReference({"seed", readFile(sourcePath("examples/mnist.net")), {}}, {128})[1];
+  EXPECT_GT(convolutions, 3 * int(nets.size())); // each has at least one convolution's three products
+}
+
+/// The bf16 reference's products against the FP32 reference's, from the
+/// same state: within the rounding bound, and not equal (the factors were
+/// rounded). Needs no AVX512-BF16: both are reference kernels. Returns the
+/// products compared.
+int bf16ReferenceIsWithinTheRoundingBound(const NetCase &net, double &worst) {
   Compiled compiled = compileAndPlan(net.text, net.options, planOptionsOf(net));
   const plan::Plan &plan = compiled.plan;
   const int64_t batch = 19;
   Machine bf16(plan, batch, {1, true, {}, {}, true}), fp32(plan, batch, {1, true, {}}),
       sums(plan, batch, {1, true, {}});
   fp32.restore(randomState(plan, batch, 7));
-  double worst = 0;
   int products = 0;
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     const plan::Op &op = plan.ops[i];
@@ -196,7 +268,7 @@ TEST(Bf16, ReferenceIsTheFp32ReferenceWithinTheRoundingBound) {
       continue;
     const State before = fp32.snapshot();
     fp32.run(i, i + 1);
-    if (!isDenseProduct(op.kind))
+    if (!isBf16Product(op.kind))
       continue;
     ++products;
     bf16.restore(before);
@@ -209,7 +281,18 @@ TEST(Bf16, ReferenceIsTheFp32ReferenceWithinTheRoundingBound) {
                             std::ldexp(1.0, -7) + std::ldexp(1.0, -16) + 2 * u, 1e-30, worst));
     EXPECT_NE(b, r) << describeOp(plan, i) << ": rounding the factors to bf16 changed nothing";
   }
-  EXPECT_EQ(products, 5); // two layers: dense and weight gradient each, the input gradient of the second
+  return products;
+}
+
+TEST(Bf16, ReferenceIsTheFp32ReferenceWithinTheRoundingBound) {
+  double worst = 0;
+  // Two layers: dense and weight gradient each, the input gradient of the second.
+  EXPECT_EQ(bf16ReferenceIsWithinTheRoundingBound(
+                {"odd", "input I [37]; hidden H [29] from I all; output O [5] from H all;", {}}, worst),
+            5);
+  // Two convolutions of input layers: output and weight gradient each (no input gradient); the
+  // output layer's two bundles from them: output, weight and input gradient each.
+  EXPECT_EQ(bf16ReferenceIsWithinTheRoundingBound({"conv2d", kConv2dNet, {}}, worst), 10);
   ::testing::Test::RecordProperty("worst_ratio", std::to_string(worst));
 }
 
