@@ -234,8 +234,10 @@ struct TrainSettings {
   /// same order, so the same weights. A backend that cannot hold data (the
   /// CPU's, which trains from memory already) refuses it.
   bool dataOnDevice = false;
-  /// `--precision`: "fp32" (FP32 means FP32) or "tf32" (GPU tensor cores
-  /// with TF32 inputs for matrix products and convolutions).
+  /// `--precision`: "fp32" (FP32 means FP32), "tf32" (GPU tensor cores
+  /// with TF32 inputs for matrix products and convolutions) or "bf16" (the
+  /// CPU, with AVX512-BF16: bfloat16 factors for the dense and convolution
+  /// products, FP32 sums).
   std::string precision = "fp32";
   /// Most bytes the planned memory (parameters, index tables, optimizer
   /// state, activations at the batch) may take; 0: the machine's memory.

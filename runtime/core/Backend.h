@@ -51,11 +51,11 @@ struct BackendOptions {
   /// Let float math use reduced-precision units where a library offers them
   /// (`--precision tf32`: TF32 tensor cores); off, FP32 means FP32.
   bool allowTf32 = false;
-  /// `--precision bf16` (the CPU backends): the dense products take both
-  /// factors rounded to bfloat16 and sum in FP32 (AVX512-BF16), the
-  /// reference backend the same factors summed in double; weights, optimizer
-  /// state and every other op stay FP32. A processor without AVX512-BF16 is
-  /// refused at load.
+  /// `--precision bf16` (the CPU backends): the dense and convolution
+  /// products take both factors rounded to bfloat16 and sum in FP32
+  /// (AVX512-BF16), the reference backend the same factors summed in double;
+  /// weights, biases, optimizer state and every other op stay FP32. A
+  /// processor without AVX512-BF16 is refused at load.
   bool bf16Products = false;
   /// Replay a run's ops as one captured graph where the device has them
   /// (`--cuda-graphs`, on by default): a GPU captures each range of ops,

@@ -13,10 +13,11 @@
 // - the weight gradient: pairs of samples (neighbouring batch columns),
 //   from bf16 copies of its two operands where its tiles read each row
 //   often enough, converted as read elsewhere (rowReads).
-// Bf16 copies made once per call for the other two were measured slower on
-// the seed network's convolutions (2026-12-03, AMD Zen 4): the copies'
-// writes cost more than the conversions they save, as their tiles read
-// each row only a few times.
+// A bf16 copy of the output's input, made once per call, was measured
+// slower on both of the seed network's convolutions (2026-12-03, AMD Zen
+// 4): its writes cost more than the conversions it saves, each row being
+// read only a few times. The input gradient reads each (group, position)'s
+// output gradients once.
 // Every output is one running sum in a fixed order on one thread (threads
 // split outputs, or batch columns), so the bits do not depend on the
 // thread count.
@@ -27,7 +28,6 @@
 #include <immintrin.h>
 #include <omp.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -316,8 +316,8 @@ void weightGradTile(const ConvIndex &t, const Rows rows, int64_t batch, int64_t 
   }
 }
 template <class Rows>
-using WeightGradTileFn = void (*)(const ConvIndex &, const Rows, int64_t, int64_t, int64_t, int64_t,
-                                  float *, bool);
+using WeightGradTileFn = void (*)(const ConvIndex &, const Rows, int64_t, int64_t, int64_t, int64_t, float *,
+                                  bool);
 template <class Rows, int Maps, int... Cells>
 constexpr WeightGradTileFn<Rows> kWeightGradRow[] = {nullptr, &weightGradTile<Rows, Maps, Cells>...};
 // weightGradTiles<Rows>[maps][cells], 1 <= maps <= kGradMapTile, 1 <= cells <= kCellTile.

@@ -266,7 +266,9 @@ public:
           (plan.ops[i].kind == plan::OpKind::Dense || plan.ops[i].kind == plan::OpKind::DenseGradWeights ||
            plan.ops[i].kind == plan::OpKind::DenseGradInput);
       tuning_[i].active = opThreads_[i] > 1 && !reference_ && !blas;
-      // An op fused into the op before it has no calls of its own.
+      // An op fused into the op before it has no calls of its own. The bf16
+      // weight gradient (Bf16ConvolutionKernels.cpp) leaves the kernel-bias
+      // gradient to its own FP32 op.
       if (i > 0 && fusesNext_[i - 1])
         tuning_[i].active = false;
       else if (!reference_ &&

@@ -138,9 +138,11 @@ template <class Settings> void addDeviceOptions(CLI::App &app, Settings &s) {
                  "The kernels on the device: cpu or cpu-reference (naive, double precision) on the CPU, cuda "
                  "on a GPU (default: the device's own)")
       ->type_name("NAME");
-  app.add_option("--precision", s.precision,
-                 "fp32; tf32 to let a GPU's tensor cores round the inputs of matrix products to TF32; or "
-                 "bf16 (CPUs with AVX512-BF16) to round the dense products' inputs to bfloat16, FP32 sums")
+  app.add_option(
+         "--precision", s.precision,
+         "fp32; tf32 to let a GPU's tensor cores round the inputs of matrix products to TF32; or "
+         "bf16 (CPUs with AVX512-BF16) to round the dense and convolution products' inputs to bfloat16, "
+         "FP32 sums")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   app.add_flag("--cuda-debug", s.cudaDebug,
