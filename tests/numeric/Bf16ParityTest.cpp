@@ -1,20 +1,24 @@
 // Bf16ParityTest.cpp -- `--precision bf16` against its reference: the
 // rounding itself (cpu::roundToBf16, the reference's model of
-// VCVTNEPS2BF16), the fast bf16 dense products (Bf16DenseKernels.cpp)
-// against the bf16 reference op by op within a bound derived below, 1 and 2
-// threads bit for bit, and the bf16 reference against the FP32 reference
-// within the bound of rounding the factors.
+// VCVTNEPS2BF16), the fast bf16 dense and convolution products
+// (Bf16DenseKernels.cpp, Bf16ConvolutionKernels.cpp) against the bf16
+// reference op by op within a bound derived below, 1 and 2 threads bit for
+// bit, and the bf16 reference against the FP32 reference within the bound
+// of rounding the factors.
 //
 // The bounds (u = 2^-24, FP32's unit roundoff; S = Σ |a_i|·|b_i| over an
 // output's k products, plus |C| where the op adds to C):
 // - fast bf16 against the bf16 reference. Both multiply the same bf16
 //   factors, whose products are exact in FP32 (8 × 8 significant bits).
 //   VDPBF16PS adds them one at a time, each addition rounded to FP32: a
-//   sum of k terms in FP32 is within γ_k·S of the exact sum, γ_k =
-//   k·u / (1 − k·u). The reference sums in double (error below k·2^-53·S)
-//   and rounds once to FP32 (u·|sum| ≤ u·S), once per block of outputs for
-//   the input gradient. VDPBF16PS flushes a product below 2^-126 to zero.
-//   So |fast − reference| ≤ (γ_k + (blocks + 1)·u)·S + k·2^-126.
+//   sum in FP32 whose terms each go through at most n rounded additions
+//   (the "depth", termsOf) is within γ_n·S of the exact sum, γ_n =
+//   n·u / (1 − n·u). The reference sums in double (error below k·2^-53·S
+//   for k products, folded into the depth's extra addition) and rounds once
+//   to FP32 (u·|sum| ≤ u·S); the dense input gradient's rounding per block
+//   of outputs, the convolution input gradient's per window, count in the
+//   depth. VDPBF16PS flushes a product below 2^-126 to zero.
+//   So |fast − reference| ≤ (γ_n + u)·S + k·2^-126.
 // - bf16 against FP32. A factor rounded to bf16 (8 significant bits) is
 //   within 2^-8 of itself, relatively, so a product within 2^-7 + 2^-16;
 //   both references round their double sum once to FP32. So
@@ -70,20 +74,22 @@ ProductTerms termsOf(const plan::Plan &plan, const plan::Op &op, int64_t batch) 
   case OpKind::Convolution: // the bias, then the window's products, then the value accumulated into
     return {a.window + 2, a.window};
   case OpKind::ConvolutionGradInput: {
-    // Each (group, position) whose window holds input s adds its sum over
-    // the maps to dx[s]: the maps' additions, then one per such window.
+    // Each (group, position) whose window holds input s adds its sums over
+    // the maps to dx[s] (one per tile of up to 16 maps): the maps'
+    // additions, then one per such window and tile.
     const std::vector<int32_t> &gather = plan.buffers[static_cast<size_t>(op.in[2])].table;
     std::vector<int64_t> hits(static_cast<size_t>(a.inputs), 0);
     for (int32_t node : gather)
       if (node >= 0)
         ++hits[static_cast<size_t>(node)];
     const int64_t most = *std::max_element(hits.begin(), hits.end());
-    return {a.maps + most + 1, a.maps * most};
+    return {a.maps + most * ((a.maps + 15) / 16) + 1, a.maps * most};
   }
   default: // the weight gradient: per lane, two samples a step over the positions, then the 16 lanes in turn
     return {a.positions * 2 * ((batch + 31) / 32) + 17, a.positions * batch};
   }
 }
+
 State absoluteValues(State state) {
   for (std::vector<float> &values : state)
     for (float &v : values)
@@ -145,9 +151,9 @@ TEST(Bf16, RoundingIsToNearestEvenAsTheHardwareRounds) {
 
 /// Op by op on `net` (as KernelParityTest's op-by-op comparison): the bf16
 /// reference runs the plan; the fast bf16 machine (1 and 2 threads) runs
-/// each op from the reference's state. Dense products are held to the bf16
-/// bound, every other op to the FP32 parity tolerance, and 2 threads must
-/// give 1 thread's bits.
+/// each op from the reference's state. Dense and convolution products are
+/// held to the bf16 bound, every other op to the FP32 parity tolerance, and
+/// 2 threads must give 1 thread's bits.
 /// Returns how many dense and convolution outputs it held to the bound;
 /// `worst` rises to the largest error seen, as a fraction of its bound.
 std::array<int, 2> bf16OpsMatchTheirReference(const NetCase &net, const std::vector<int64_t> &batches,
