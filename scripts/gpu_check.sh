@@ -125,7 +125,8 @@ bundle() {
     LD_LIBRARY_PATH="$out/lib" ldd "$out"/bin/* | grep 'not found' >&2
     exit 1
   fi
-  tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
+  # xz -2: 13.7 MiB in 6 s here, against 11.8 MiB in 35-50 s at xz's default -6.
+  XZ_OPT=-2 tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
   local size_mb
   size_mb=$(($(stat -c %s "$out.tar.xz") / 1048576))
   echo "gpu_check.sh: bundle $out ($(du -sm "$out" | cut -f1) MiB; $out.tar.xz $size_mb MiB):"
